@@ -1,0 +1,252 @@
+"""Configuration: built-in defaults, then $COMPOZY_HOME/config.toml, then <ws>/.compozy/config.toml, then
+environment variables (`COMPOZY_MEMORY__FILE__MAX_LINES=100` sets memory.file.max_lines).
+
+The merged result is validated once by one pydantic model. An unknown key or a bad value is reported with the
+key and the file (or variable) that set it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memory.domain.errors import ConfigError
+
+ENV_PREFIX = "COMPOZY_"
+DEFAULTS = "built-in defaults"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _duration_ms(value: Any) -> int:
+    """`300ms`, `2s`, `1.5s` or a bare number of milliseconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as '300ms' or '2s'")
+    if isinstance(value, int | float):
+        return int(value)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", str(value))
+    if not match:
+        raise ValueError("expected a duration such as '300ms' or '2s'")
+    number, unit = float(match.group(1)), match.group(2) or "ms"
+    return int(number * {"ms": 1, "s": 1000, "m": 60_000}[unit])
+
+
+class FileLimits(_Section):
+    max_lines: int = Field(200, ge=1, le=100_000)
+    max_bytes: int = Field(25_600, ge=64, le=10_000_000)
+
+
+class ControllerConfig(_Section):
+    mode: Literal["rules", "hybrid"] = "hybrid"
+    max_latency: int = 300
+    default_op_on_fail: Literal["noop", "reject"] = "noop"
+    # How long a writer waits for the per-database write lock before memory.controller.timeout.
+    lock_timeout: int = 30_000
+
+    _ms = field_validator("max_latency", "lock_timeout", mode="before")(classmethod(lambda cls, v: _duration_ms(v)))
+
+
+class RecallWeights(_Section):
+    unicode: float = Field(0.55, ge=0)
+    trigram: float = Field(0.20, ge=0)
+    recency: float = Field(0.15, ge=0)
+    signal: float = Field(0.10, ge=0)
+
+
+class Freshness(_Section):
+    banner_after_days: int = Field(1, ge=0)
+
+
+class RecallConfig(_Section):
+    top_k: int = Field(5, ge=1, le=20)
+    max_top_k: int = Field(20, ge=1, le=100)
+    raw_candidates: int = Field(50, ge=1, le=1000)
+    weights: RecallWeights = RecallWeights()
+    freshness: Freshness = Freshness()
+    recency_half_life_days: float = Field(14.0, gt=0)
+
+
+class DreamGates(_Section):
+    min_unpromoted: int = Field(5, ge=1)
+    min_recall_count: int = Field(2, ge=1)
+    min_score: float = Field(0.75, ge=0, le=1)
+
+
+class DreamConfig(_Section):
+    enabled: bool = True
+    min_hours: float = Field(24, ge=0)
+    min_sessions: int = Field(3, ge=0)
+    half_life_days: float = Field(14.0, gt=0)
+    gates: DreamGates = DreamGates()
+
+
+class DecisionsConfig(_Section):
+    prune_after_applied_days: int = Field(90, ge=1)
+
+
+class WorkspaceConfig(_Section):
+    auto_create: bool = True
+
+
+class ProviderConfig(_Section):
+    kind: Literal["local", "openai"] = "local"
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: int = 30_000
+
+    _ms = field_validator("timeout", mode="before")(classmethod(lambda cls, v: _duration_ms(v)))
+
+
+class MemoryConfig(_Section):
+    file: FileLimits = FileLimits()
+    controller: ControllerConfig = ControllerConfig()
+    recall: RecallConfig = RecallConfig()
+    dream: DreamConfig = DreamConfig()
+    decisions: DecisionsConfig = DecisionsConfig()
+    workspace: WorkspaceConfig = WorkspaceConfig()
+    provider: ProviderConfig = ProviderConfig()
+
+
+class CompactionConfig(_Section):
+    pressure_threshold: float = Field(0.85, gt=0, le=1)
+
+
+class SessionConfig(_Section):
+    compaction: CompactionConfig = CompactionConfig()
+
+
+class ServerConfig(_Section):
+    bind: str = "127.0.0.1:8000"
+
+
+class Config(_Section):
+    memory: MemoryConfig = MemoryConfig()
+    session: SessionConfig = SessionConfig()
+    server: ServerConfig = ServerConfig()
+
+
+def compozy_home() -> Path:
+    return Path(os.environ.get("COMPOZY_HOME") or Path.home() / ".compozy").expanduser()
+
+
+def _flatten(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, str]:
+    sources: dict[str, str] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        sources[dotted] = source
+        if isinstance(value, dict):
+            sources.update(_flatten(value, source, dotted + "."))
+    return sources
+
+
+def _deep_merge(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in layer.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not valid TOML: {exc}", details={"file": str(path), "reason": "toml"}
+        ) from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not valid UTF-8.", details={"file": str(path), "reason": "encoding"}) from None
+
+
+def _env_layer(environ: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    layer: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        parts = [part.lower() for part in name[len(ENV_PREFIX) :].split("__")]
+        if not all(parts):
+            continue
+        try:
+            value: Any = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        node = layer
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            node[parts[-1]] = value
+            sources[".".join(parts)] = f"environment variable {name}"
+    return layer, sources
+
+
+def load_config(*, workspace_root: Path | None = None, environ: dict[str, str] | None = None) -> Config:
+    environ = dict(os.environ if environ is None else environ)
+    layers: list[tuple[dict[str, Any], dict[str, str]]] = []
+    home_file = Path(environ.get("COMPOZY_HOME") or Path.home() / ".compozy").expanduser() / "config.toml"
+    files = [home_file]
+    if workspace_root is not None:
+        files.append(workspace_root / ".compozy" / "config.toml")
+    for path in files:
+        if path.is_file():
+            data = _read_toml(path)
+            layers.append((data, _flatten(data, str(path))))
+    layers.append(_env_layer(environ))
+
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for data, layer_sources in layers:
+        merged = _deep_merge(merged, data)
+        sources.update(layer_sources)
+    try:
+        return Config.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        source = _source_of(key, sources)
+        problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        raise ConfigError(
+            f"Invalid configuration key {key!r} in {source}: {problem}.",
+            details={"key": key, "file": source, "problem": problem, "reason": "config"},
+        ) from None
+
+
+def _source_of(key: str, sources: dict[str, str]) -> str:
+    parts = key.split(".")
+    while parts:
+        found = sources.get(".".join(parts))
+        if found:
+            return found
+        parts.pop()
+    return DEFAULTS
+
+
+@lru_cache(maxsize=64)
+def _cached(home: str, workspace_root: str | None, stamp: tuple[Any, ...]) -> Config:
+    return load_config(workspace_root=Path(workspace_root) if workspace_root else None)
+
+
+def get_config(workspace_root: Path | None = None) -> Config:
+    """The validated config, re-read only when a config file or COMPOZY_ variable changes."""
+    home = compozy_home()
+    paths = [home / "config.toml"]
+    if workspace_root is not None:
+        paths.append(workspace_root / ".compozy" / "config.toml")
+    stamp = tuple(p.stat().st_mtime_ns if p.is_file() else 0 for p in paths) + tuple(
+        sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIX) and "__" in k)
+    )
+    return _cached(str(home), str(workspace_root) if workspace_root else None, stamp)

@@ -1,0 +1,115 @@
+"""Django settings. Everything user-facing is configured in config.toml (see compozy/config.py); this module
+only wires Django to $COMPOZY_HOME."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from compozy.config import compozy_home
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+COMPOZY_HOME = compozy_home()
+COMPOZY_HOME.mkdir(parents=True, exist_ok=True)
+
+# A per-home secret, created on first use with mode 0600, so sessions and CSRF survive restarts.
+_secret_file = COMPOZY_HOME / "secret_key"
+if not _secret_file.exists():
+    import secrets
+
+    fd = os.open(_secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_urlsafe(50))
+SECRET_KEY = os.environ.get("COMPOZY_SECRET_KEY") or _secret_file.read_text().strip()
+
+DEBUG = os.environ.get("COMPOZY_DEBUG", "") == "1"
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]"]
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_q",
+    "memory",
+    "inspector",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "compozy.urls"
+WSGI_APPLICATION = "compozy.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+# WAL so readers never block the writer; IMMEDIATE so concurrent writers queue on the busy timeout instead of
+# failing with "database is locked" when a read transaction upgrades (verified in DESIGN.md).
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": COMPOZY_HOME / "compozy.db",
+        "OPTIONS": {
+            "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=5000;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        },
+        "TEST": {"NAME": None},
+    }
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+USE_TZ = True
+TIME_ZONE = "UTC"
+LANGUAGE_CODE = "en-us"
+USE_I18N = False
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = COMPOZY_HOME / "static"
+
+Q_CLUSTER = {
+    "name": "compozy",
+    "orm": "default",
+    "workers": 1,
+    "timeout": 120,
+    "retry": 180,
+    "max_attempts": 3,
+    "catch_up": False,
+    "sync": os.environ.get("COMPOZY_Q_SYNC", "") == "1",
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "UNAUTHENTICATED_USER": None,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("COMPOZY_LOG_LEVEL", "WARNING")},
+}

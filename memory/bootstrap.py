@@ -1,0 +1,74 @@
+"""Process start for anything that can write (CLI, server, task cluster): migrate a fresh COMPOZY_HOME without
+the user ever running `migrate`, then replay decisions a crashed writer left unapplied."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from pathlib import Path
+
+from django.apps import apps
+from django.core.management import call_command
+from django.db import DatabaseError, connection
+
+from compozy.config import compozy_home
+
+_done = False
+SCHEMA_KEY = "schema_stamp"
+
+
+def _schema_stamp() -> int:
+    """A fingerprint of every migration file the installed apps ship; changes when an upgrade adds one."""
+    names = []
+    for config in apps.get_app_configs():
+        migrations = Path(config.path) / "migrations"
+        if migrations.is_dir():
+            names.extend(f"{config.label}.{p.stem}" for p in migrations.glob("[0-9]*.py"))
+    digest = hashlib.sha256("\n".join(sorted(names)).encode()).digest()
+    return int.from_bytes(digest[:7], "big")
+
+
+def _stored_stamp() -> int | None:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT value FROM memory_state WHERE key = %s", [SCHEMA_KEY])
+            row = cursor.fetchone()
+    except DatabaseError:
+        return None
+    return int(row[0]) if row else None
+
+
+def ensure_migrated() -> None:
+    stamp = _schema_stamp()
+    if _stored_stamp() == stamp:
+        return
+    run_dir = compozy_home() / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / "migrate.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        # Several first processes may start at once on a fresh home; one migrates, the others wait.
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if _stored_stamp() != stamp:
+            call_command("migrate", interactive=False, verbosity=0)
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "INSERT INTO memory_state(key, value) VALUES (%s, %s) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    [SCHEMA_KEY, stamp],
+                )
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def bootstrap(*, replay: bool = True) -> None:
+    global _done
+    if _done:
+        return
+    ensure_migrated()
+    if replay:
+        from memory.controller.replay import replay_pending
+
+        replay_pending()
+    _done = True

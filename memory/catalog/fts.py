@@ -1,0 +1,59 @@
+"""The only place with FTS5 SQL. User text reaches MATCH only through `match_expression`."""
+
+from __future__ import annotations
+
+UNICODE_TABLE = "memory_fts_unicode"
+TRIGRAM_TABLE = "memory_fts_trigram"
+
+
+def _create(table: str, tokenizer: str) -> list[str]:
+    return [
+        f"CREATE VIRTUAL TABLE {table} USING fts5(name, description, body, content='memory_chunks', "
+        f"content_rowid='id', tokenize=\"{tokenizer}\")",
+        f"CREATE TRIGGER {table}_ai AFTER INSERT ON memory_chunks BEGIN "
+        f"INSERT INTO {table}(rowid, name, description, body) VALUES (new.id, new.name, new.description, new.body); END",
+        f"CREATE TRIGGER {table}_ad AFTER DELETE ON memory_chunks BEGIN "
+        f"INSERT INTO {table}({table}, rowid, name, description, body) "
+        f"VALUES ('delete', old.id, old.name, old.description, old.body); END",
+        f"CREATE TRIGGER {table}_au AFTER UPDATE ON memory_chunks BEGIN "
+        f"INSERT INTO {table}({table}, rowid, name, description, body) "
+        f"VALUES ('delete', old.id, old.name, old.description, old.body); "
+        f"INSERT INTO {table}(rowid, name, description, body) VALUES (new.id, new.name, new.description, new.body); END",
+    ]
+
+
+CREATE_SQL = _create(UNICODE_TABLE, "unicode61 remove_diacritics 2") + _create(TRIGRAM_TABLE, "trigram")
+DROP_SQL = [
+    f"DROP TRIGGER IF EXISTS {table}_{suffix}" for table in (UNICODE_TABLE, TRIGRAM_TABLE) for suffix in ("ai", "ad", "au")
+] + [f"DROP TABLE IF EXISTS {table}" for table in (UNICODE_TABLE, TRIGRAM_TABLE)]
+
+
+def quote_term(term: str) -> str:
+    """An FTS5 string literal: the term is data, never syntax."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def match_expression(terms: list[str]) -> str | None:
+    """OR-joined quoted terms. Returns None when nothing is left to match."""
+    quoted = [quote_term(term) for term in terms if term and "\x00" not in term]
+    return " OR ".join(quoted) if quoted else None
+
+
+def overlap_candidates(cursor, *, root_key: str, memory_type: str, terms: list[str], limit: int) -> list[tuple]:
+    """Entries of one root and type sharing any of `terms`, best bm25 first: (entry_id, filename, name,
+    description, body)."""
+    expression = match_expression(terms)
+    if expression is None:
+        return []
+    cursor.execute(
+        f"""
+        SELECT e.id, e.filename, c.name, c.description, c.body
+        FROM {UNICODE_TABLE} f
+        JOIN memory_chunks c ON c.id = f.rowid
+        JOIN memory_catalog_entries e ON e.id = c.entry_id
+        WHERE {UNICODE_TABLE} MATCH %s AND e.root_key = %s AND e.type = %s AND e.is_system = 0
+        ORDER BY bm25({UNICODE_TABLE}) LIMIT %s
+        """,
+        [expression, root_key, memory_type, limit],
+    )
+    return cursor.fetchall()

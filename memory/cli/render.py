@@ -1,0 +1,189 @@
+"""Rendering results for the terminal: human tables, one JSON document, or JSON lines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+OUTPUTS = ("human", "json", "jsonl")
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, max_width: int = 48) -> str:
+    """A plain aligned table; long cells are cut with an ellipsis so rows stay on one line."""
+
+    def cell(value: Any) -> str:
+        text = "-" if value is None or value == "" else str(value)
+        text = " ".join(text.split())
+        return text if len(text) <= max_width else text[: max_width - 1] + "…"
+
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    return "\n".join(lines)
+
+
+def emit(document: dict[str, Any], output: str, human: Callable[[dict[str, Any]], str], *,
+         items_key: str | None = None, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    if output == "json":
+        out.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    elif output == "jsonl":
+        if items_key is not None:
+            for item in document[items_key]:
+                out.write(json.dumps(item, ensure_ascii=False) + "\n")
+        else:
+            out.write(json.dumps(document, ensure_ascii=False) + "\n")
+    else:
+        text = human(document)
+        out.write(text + ("" if text.endswith("\n") else "\n"))
+
+
+def emit_error(error: dict[str, Any], output: str) -> None:
+    if output in ("json", "jsonl"):
+        sys.stdout.write(json.dumps(error, ensure_ascii=False, indent=2 if output == "json" else None) + "\n")
+        return
+    details = error.get("details") or {}
+    lines = [f"error: {error['message']}", f"  code: {error['code']}"]
+    rules = details.get("rules")
+    if rules:
+        lines.append(f"  rules: {', '.join(rules)}")
+    decision = details.get("decision")
+    if isinstance(decision, dict) and decision.get("id"):
+        lines.append(f"  decision: {decision['id']}")
+    for key in ("field", "key", "file", "filename", "reason"):
+        if key in details and details[key] not in (None, ""):
+            lines.append(f"  {key}: {details[key]}")
+    sys.stderr.write("\n".join(lines) + "\n")
+
+
+# ----- human views ----------------------------------------------------------------------------------------------
+
+
+def _scope_label(item: dict[str, Any]) -> str:
+    if item.get("scope") == "agent":
+        return f"agent:{item.get('agent_name')}:{item.get('agent_tier')}"
+    return item.get("scope") or "-"
+
+
+def human_write(document: dict[str, Any]) -> str:
+    decision = document["decision"]
+    status = "dry run, nothing written" if document.get("dry_run") else (
+        "applied" if document.get("applied") else "not applied (nothing changed)")
+    lines = [
+        f"{decision['op']}  {decision['target_filename'] or '-'}  [{_scope_label(decision)}]  {status}",
+        f"decision {decision['id']}: {decision['reason']}",
+        "",
+        table([(e["name"], "pass" if e["passed"] else "-", e["reason"], e.get("target"))
+               for e in decision["rule_trace"]], ["rule", "hit", "reason", "target"], max_width=70),
+    ]
+    return "\n".join(lines)
+
+
+def human_revert(document: dict[str, Any]) -> str:
+    decision = document["decision"]
+    status = "dry run, nothing written" if document.get("dry_run") else (
+        "reverted" if document.get("reverted") else "already reverted")
+    return (f"{decision['op']}  {decision['target_filename']}  [{_scope_label(decision)}]  {status}\n"
+            f"decision {decision['id']} reverts {decision['reverts']}")
+
+
+def human_list(document: dict[str, Any]) -> str:
+    rows = [(m["filename"], _scope_label(m), m["type"], (m["updated_at"] or "")[:19].replace("T", " "), m["name"])
+            for m in document["memories"]]
+    page = document["page"]
+    if not rows:
+        return "No memories."
+    footer = f"\n{len(rows)} of {page['total']} shown"
+    if page["has_more"]:
+        footer += f"; next page: --cursor {page['next_cursor']}"
+    return table(rows, ["filename", "scope", "type", "updated", "name"]) + footer
+
+
+def human_show(document: dict[str, Any]) -> str:
+    memory = document["memory"]
+    summary = memory["summary"]
+    header = [
+        f"# {summary['name']}",
+        f"{summary['description']}",
+        "",
+        f"file:     {memory['path']}",
+        f"type:     {summary['type']}    scope: {_scope_label(summary)}",
+        f"updated:  {summary['updated_at']}    created: {summary['created_at']}",
+        "",
+    ]
+    return "\n".join(header) + "\n" + memory["content"]
+
+
+def human_decisions(document: dict[str, Any]) -> str:
+    rows = [(d["id"], d["op"], d["origin"], d["target_filename"], _scope_label(d),
+             (d["decided_at"] or "")[:19].replace("T", " "), "yes" if d["applied_at"] else "NO")
+            for d in document["decisions"]]
+    if not rows:
+        return "No decisions."
+    page = document["page"]
+    footer = f"\n{len(rows)} of {page['total']} shown"
+    if page["has_more"]:
+        footer += f"; next page: --cursor {page['next_cursor']}"
+    return table(rows, ["id", "op", "origin", "file", "scope", "decided", "applied"]) + footer
+
+
+def human_decision(document: dict[str, Any]) -> str:
+    d = document["decision"]
+    lines = [
+        f"decision {d['id']}",
+        f"op:       {d['op']} ({d['source']}, confidence {d['confidence']})",
+        f"file:     {d['target_filename']}  [{_scope_label(d)}]",
+        f"origin:   {d['origin']}" + (f"  session {d['session_id']}" if d.get("session_id") else ""),
+        f"reason:   {d['reason']}",
+        f"decided:  {d['decided_at']}    applied: {d['applied_at'] or 'NOT APPLIED'}",
+    ]
+    if d.get("reverts"):
+        lines.append(f"reverts:  {d['reverts']}")
+    lines += ["", table([(e["name"], "pass" if e["passed"] else "-", e["reason"], e.get("target"))
+                         for e in d["rule_trace"]], ["rule", "hit", "reason", "target"], max_width=70)]
+    if d.get("llm_trace"):
+        lines += ["", "llm trace: " + json.dumps(d["llm_trace"], ensure_ascii=False)]
+    if d.get("post_content"):
+        lines += ["", "--- post content ---", d["post_content"].rstrip()]
+    return "\n".join(lines)
+
+
+def human_history(document: dict[str, Any]) -> str:
+    rows = [((h["ts"] or "")[:19].replace("T", " "), h["operation"], h["filename"], _scope_label(h), h["actor"])
+            for h in document["history"]]
+    return table(rows, ["time", "operation", "file", "scope", "actor"]) if rows else "No history."
+
+
+def human_health(document: dict[str, Any]) -> str:
+    lines = [
+        f"status:               {document['status']}",
+        f"reason:               {document['reason']}",
+        f"global files:         {document['global_files']}",
+        f"workspace files:      {document['workspace_files']}",
+        f"workspaces known:     {document['workspace_count']}",
+        f"indexed files:        {document['indexed_files']}",
+        f"unindexed files:      {document['unindexed_files']}",
+        f"modified files:       {document['modified_files']}",
+        f"orphaned rows:        {document['orphaned_files']}",
+        f"unapplied decisions:  {document['unapplied_decisions']}",
+        f"last reindex:         {document['last_reindex'] or 'never'}",
+        f"operations:           {document['operation_count']} (last {document['last_operation_at'] or 'never'})",
+        f"generation:           {document['generation']}",
+    ]
+    for item in document["invalid_files"]:
+        lines.append(f"invalid:              {item['root_key']} {item['filename']} ({item['reason']})")
+    return "\n".join(lines)
+
+
+def human_reindex(document: dict[str, Any]) -> str:
+    rows = [(r["root_key"], r["files"], r["indexed"], len(r["external_decisions"]), len(r["invalid"]))
+            for r in document["roots"]]
+    lines = [table(rows, ["root", "files", "indexed", "hand edits", "invalid"], max_width=70), "",
+             f"reindexed {document['indexed']} of {document['files']} file(s); "
+             f"{document['external_decisions']} hand edit(s) recorded; generation {document['generation']}"]
+    for item in document["invalid"]:
+        lines.append(f"invalid: {item['root_key']} {item['filename']} ({item['reason']})")
+    return "\n".join(lines)

@@ -1,0 +1,46 @@
+"""From a scope reference (or a stored root key) to the directory on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memory.domain.enums import AgentTier, Scope
+from memory.domain.models import ScopeRef
+from memory.models import Workspace
+from memory.store.roots import root_path
+
+
+def ref_from_row(scope: str, workspace_id: str, agent_name: str, agent_tier: str) -> ScopeRef:
+    return ScopeRef(
+        scope=Scope(scope),
+        workspace_id=workspace_id,
+        agent_name=agent_name,
+        agent_tier=AgentTier(agent_tier) if agent_tier else None,
+    )
+
+
+def ref_from_root_key(root_key: str) -> ScopeRef:
+    parts = root_key.split(":")
+    if parts[0] == "global":
+        return ScopeRef(scope=Scope.GLOBAL)
+    if parts[0] == "workspace":
+        return ScopeRef(scope=Scope.WORKSPACE, workspace_id=parts[1])
+    if parts[2] == "global":
+        return ScopeRef(scope=Scope.AGENT, agent_name=parts[1], agent_tier=AgentTier.GLOBAL)
+    return ScopeRef(scope=Scope.AGENT, agent_name=parts[1], agent_tier=AgentTier.WORKSPACE, workspace_id=parts[3])
+
+
+def workspace_directory(workspace_id: str) -> Path | None:
+    if not workspace_id:
+        return None
+    path = Workspace.objects.filter(id=workspace_id).values_list("path", flat=True).first()
+    return Path(path) if path else None
+
+
+def resolve_root(ref: ScopeRef) -> Path | None:
+    """The directory of a root, or None when its workspace is not known on this machine."""
+    needs_workspace = ref.scope is Scope.WORKSPACE or (ref.scope is Scope.AGENT and ref.agent_tier is AgentTier.WORKSPACE)
+    directory = workspace_directory(ref.workspace_id) if needs_workspace else None
+    if needs_workspace and directory is None:
+        return None
+    return root_path(ref, directory)

@@ -1,0 +1,114 @@
+"""Slugs and filenames. Every filename is validated here before anything touches the disk."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from .enums import MemoryType
+from .errors import ValidationError
+
+INDEX_FILENAME = "MEMORY.md"
+SYSTEM_DIR = "_system"
+AD_HOC_PREFIX = "ad_hoc_"
+
+_SLUG_RUN = re.compile(r"[^a-z0-9]+")
+_ALLOWED = re.compile(r"^[a-z0-9_.-]+$")
+_AGENT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_TYPED = re.compile(r"^(user|feedback|project|reference)_([a-z0-9_.-]+)\.md$")
+_AD_HOC = re.compile(r"^ad_hoc_(\d{8}T\d{6}Z)_([a-z0-9_.-]+)\.md$")
+MAX_FILENAME_LENGTH = 200
+
+
+def slugify(text: str) -> str:
+    """Lowercase, with every run of characters outside [a-z0-9] turned into `_`."""
+    slug = _SLUG_RUN.sub("_", text.lower()).strip("_")
+    if not slug:
+        raise ValidationError(
+            "The name has no letters or digits to build a filename from.",
+            details={"field": "name", "reason": "empty_slug"},
+        )
+    return slug[:120].rstrip("_")
+
+
+def memory_filename(memory_type: MemoryType, name: str) -> str:
+    return f"{memory_type.value}_{slugify(name)}.md"
+
+
+def ad_hoc_filename(when: datetime, title: str) -> str:
+    return f"{AD_HOC_PREFIX}{when.strftime('%Y%m%dT%H%M%SZ')}_{slugify(title)}.md"
+
+
+def validate_filename(filename: str, *, include_system: bool = False) -> str:
+    """Reject anything that could escape a memory root or name a reserved artifact.
+
+    With include_system, a path under `_system/` is allowed for reading (operators browse artifacts explicitly);
+    each of its segments is still held to the same character set.
+    """
+    details = {"field": "filename", "filename": filename}
+    if not filename or len(filename) > MAX_FILENAME_LENGTH:
+        raise ValidationError("The filename is empty or too long.", details={**details, "reason": "length"})
+    if "\x00" in filename or "\\" in filename:
+        raise ValidationError("The filename holds a forbidden character.", details={**details, "reason": "charset"})
+    if ".." in filename:
+        raise ValidationError("The filename may not contain '..'.", details={**details, "reason": "traversal"})
+    segments = filename.split("/")
+    if len(segments) > 1:
+        if not (include_system and segments[0] == SYSTEM_DIR and all(segments[1:])):
+            raise ValidationError(
+                "The filename may not contain a path separator.", details={**details, "reason": "separator"}
+            )
+    elif filename.startswith(SYSTEM_DIR):
+        raise ValidationError(
+            "Filenames starting with '_system' are reserved for machine-managed artifacts.",
+            details={**details, "reason": "reserved"},
+        )
+    for segment in segments:
+        if not _ALLOWED.match(segment) or segment.startswith("."):
+            raise ValidationError(
+                "The filename may only use the characters a-z, 0-9, '_', '.' and '-'.",
+                details={**details, "reason": "charset"},
+            )
+    if not filename.endswith(".md"):
+        raise ValidationError("Memory filenames end in '.md'.", details={**details, "reason": "extension"})
+    return filename
+
+
+def is_system_path(filename: str) -> bool:
+    return filename.startswith(SYSTEM_DIR + "/")
+
+
+def parse_filename(filename: str) -> tuple[MemoryType | None, str]:
+    """Return (type, slug) for a curated filename, or (None, slug) for an ad-hoc note."""
+    base = filename.rsplit("/", 1)[-1]
+    match = _TYPED.match(base)
+    if match:
+        return MemoryType(match.group(1)), match.group(2)
+    match = _AD_HOC.match(base)
+    if match:
+        return None, match.group(2)
+    raise ValidationError(
+        "Memory filenames look like '<type>_<slug>.md' with type user, feedback, project or reference.",
+        details={"field": "filename", "filename": filename, "reason": "pattern"},
+    )
+
+
+def is_memory_document_name(filename: str) -> bool:
+    base = filename.rsplit("/", 1)[-1]
+    return bool(_TYPED.match(base) or _AD_HOC.match(base))
+
+
+def entity_key(slug: str) -> str:
+    """The entity slot of a memory: its slug's words, order-free, so `docs_runtime` and `runtime_docs` meet."""
+    return "_".join(sorted(word for word in slug.replace(".", "_").replace("-", "_").split("_") if word))
+
+
+def validate_agent_name(agent: str) -> str:
+    from .errors import ScopeInvalid
+
+    if not _AGENT.match(agent or ""):
+        raise ScopeInvalid(
+            "Agent names use 1 to 64 characters from a-z, 0-9, '_' and '-', starting with a letter or digit.",
+            details={"field": "agent_name", "reason": "agent_invalid"},
+        )
+    return agent

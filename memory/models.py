@@ -1,0 +1,147 @@
+"""Tables of the memory system. Markdown on disk is the truth; the catalog tables are projections of it, the
+decision table is the write-ahead log, and the event table is the canonical observability log."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+class Workspace(models.Model):
+    """Known workspaces: the ULID is the identity, the path is only where it was last seen."""
+
+    id = models.CharField(primary_key=True, max_length=26)
+    path = models.TextField()
+    realpath_at_creation = models.TextField()
+    created_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_workspaces"
+
+
+class Decision(models.Model):
+    """memory_decisions: every controller decision lands here before any file mutation."""
+
+    id = models.CharField(primary_key=True, max_length=28)
+    candidate_hash = models.CharField(max_length=64, db_index=True)
+    idempotency_key = models.CharField(max_length=64, unique=True)
+    workspace_id = models.CharField(max_length=26, blank=True, default="")
+    scope = models.CharField(max_length=16)
+    agent_name = models.CharField(max_length=64, blank=True, default="")
+    agent_tier = models.CharField(max_length=16, blank=True, default="")
+    root_key = models.CharField(max_length=128)
+    origin = models.CharField(max_length=16)
+    op = models.CharField(max_length=8)
+    targets = models.JSONField(default=list)
+    target_filename = models.CharField(max_length=255)
+    frontmatter = models.JSONField(null=True)
+    post_content = models.TextField(blank=True, default="")
+    post_content_hash = models.CharField(max_length=64, blank=True, default="")
+    prior_content = models.TextField(null=True)
+    prior_content_hash = models.CharField(max_length=64, blank=True, default="")
+    confidence = models.FloatField(default=1.0)
+    source = models.CharField(max_length=8, default="rule")
+    rule_trace = models.JSONField(default=list)
+    llm_trace = models.JSONField(null=True)
+    reason = models.TextField(blank=True, default="")
+    session_id = models.CharField(max_length=128, blank=True, default="")
+    reverts = models.CharField(max_length=28, null=True, blank=True)
+    decided_at = models.DateTimeField()
+    applied_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "memory_decisions"
+        indexes = [
+            models.Index(fields=["decided_at", "id"], name="decision_order"),
+            models.Index(fields=["root_key", "target_filename", "decided_at"], name="decision_file"),
+            models.Index(fields=["applied_at"], name="decision_unapplied", condition=Q(applied_at__isnull=True)),
+            models.Index(fields=["reverts"], name="decision_reverts"),
+        ]
+
+
+class Event(models.Model):
+    """memory_events: one row per decision and per recall outcome, with canonical op names."""
+
+    op = models.CharField(max_length=64)
+    scope = models.CharField(max_length=16, blank=True, default="")
+    agent_name = models.CharField(max_length=64, blank=True, default="")
+    agent_tier = models.CharField(max_length=16, blank=True, default="")
+    workspace_id = models.CharField(max_length=26, blank=True, default="")
+    session_id = models.CharField(max_length=128, blank=True, default="")
+    actor = models.CharField(max_length=32, blank=True, default="")
+    decision_id = models.CharField(max_length=28, null=True, blank=True)
+    target = models.CharField(max_length=255, blank=True, default="")
+    metadata = models.JSONField(default=dict)
+    ts = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_events"
+        indexes = [
+            models.Index(fields=["ts"], name="event_ts"),
+            models.Index(fields=["op", "ts"], name="event_op_ts"),
+            models.Index(fields=["workspace_id", "ts"], name="event_workspace_ts"),
+        ]
+        constraints = [
+            # Replay may re-run the event step; one decision never gets its event twice.
+            models.UniqueConstraint(
+                fields=["decision_id", "op"], condition=Q(decision_id__isnull=False), name="event_once_per_decision"
+            )
+        ]
+
+
+class CatalogEntry(models.Model):
+    """memory_catalog_entries: one row per memory document on disk, keyed by root and filename."""
+
+    root_key = models.CharField(max_length=128)
+    scope = models.CharField(max_length=16)
+    workspace_id = models.CharField(max_length=26, blank=True, default="")
+    agent_name = models.CharField(max_length=64, blank=True, default="")
+    agent_tier = models.CharField(max_length=16, blank=True, default="")
+    filename = models.CharField(max_length=255)
+    type = models.CharField(max_length=16)
+    slug = models.CharField(max_length=200)
+    entity_key = models.CharField(max_length=200)
+    name = models.CharField(max_length=200)
+    description = models.TextField()
+    body_key = models.CharField(max_length=64)
+    content_hash = models.CharField(max_length=64)
+    size = models.IntegerField()
+    mtime_ns = models.BigIntegerField(default=0)
+    is_system = models.BooleanField(default=False)
+    frontmatter = models.JSONField(default=dict)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_catalog_entries"
+        constraints = [models.UniqueConstraint(fields=["root_key", "filename"], name="catalog_root_filename")]
+        indexes = [
+            models.Index(fields=["root_key", "entity_key"], name="catalog_entity"),
+            models.Index(fields=["root_key", "body_key"], name="catalog_body"),
+            models.Index(fields=["root_key", "updated_at"], name="catalog_recent"),
+            models.Index(fields=["root_key", "name"], name="catalog_name"),
+        ]
+
+
+class Chunk(models.Model):
+    """memory_chunks: the text the FTS5 tables index. Each memory document is one chunk."""
+
+    entry = models.ForeignKey(CatalogEntry, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.IntegerField(default=0)
+    name = models.TextField()
+    description = models.TextField()
+    body = models.TextField()
+
+    class Meta:
+        db_table = "memory_chunks"
+
+
+class MemoryState(models.Model):
+    """Small shared counters, such as the memory generation that snapshots are cached by."""
+
+    key = models.CharField(primary_key=True, max_length=64)
+    value = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "memory_state"

@@ -1,0 +1,57 @@
+"""The default provider: deterministic, offline, no model. Same input, same output, always."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory.domain.text import overlap_words
+
+from .base import ProviderError
+
+# A candidate whose words mostly coincide with one target's is a restatement of it.
+NEAR_DUPLICATE_JACCARD = 0.6
+
+
+def _jaccard(left: set[str], right: set[str]) -> float:
+    if not left or not right:
+        return 0.0
+    return len(left & right) / len(left | right)
+
+
+class LocalProvider:
+    name = "local"
+
+    def complete(self, *, task: str, payload: dict[str, Any], timeout_ms: int) -> str:
+        handler = getattr(self, f"_task_{task}", None)
+        if handler is None:
+            raise ProviderError(f"the local provider has no task {task!r}")
+        return handler(payload)
+
+    def _task_tiebreaker(self, payload: dict[str, Any]) -> str:
+        candidate = payload["candidate"]
+        words = overlap_words(" ".join([candidate["name"], candidate["description"], candidate["body"]]))
+        scored = sorted(
+            (
+                (_jaccard(words, overlap_words(" ".join([t["name"], t["description"], t["body"]]))), t["id"])
+                for t in payload["targets"]
+            ),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
+        best_score, best_id = scored[0] if scored else (0.0, None)
+        runner_up = scored[1][0] if len(scored) > 1 else 0.0
+        if best_id is not None and best_score >= NEAR_DUPLICATE_JACCARD and best_score > runner_up:
+            answer = {
+                "op": "update",
+                "target_id": best_id,
+                "confidence": round(best_score, 4),
+                "reason": f"near duplicate of one target (word jaccard {best_score:.2f})",
+            }
+        else:
+            answer = {
+                "op": "add",
+                "target_id": None,
+                "confidence": round(1.0 - best_score, 4),
+                "reason": f"no single near-duplicate target (best word jaccard {best_score:.2f})",
+            }
+        return json.dumps(answer)

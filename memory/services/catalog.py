@@ -1,0 +1,119 @@
+"""The catalog noun: health (drift in both directions, unapplied decisions) and reindex."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from memory.catalog.drift import drift_for_root
+from memory.catalog.indexer import current_generation
+from memory.controller.core import record_event
+from memory.controller.lock import write_lock
+from memory.controller.reindex import reindex_root
+from memory.domain.enums import EventOp, Scope
+from memory.models import Decision, Event, Workspace
+from memory.store import files
+
+from .context import Caller, Selector, administered_refs, resolve
+from .views import Health, ReindexResult, ReindexRoot, iso
+
+
+class HealthInput(Selector):
+    pass
+
+
+class ReindexInput(Selector):
+    pass
+
+
+def health_get(*, data: HealthInput, caller: Caller) -> Health:
+    resolved = resolve(data, caller)
+    refs = administered_refs(resolved)
+    drift = []
+    global_files = workspace_files = indexed = orphaned = unindexed = modified = 0
+    invalid: list[dict[str, str]] = []
+    for ref in refs:
+        report = drift_for_root(ref.root_key, resolved.root(ref), include_system=data.include_system)
+        if ref.scope is Scope.GLOBAL:
+            global_files += report.disk_files
+        elif ref.scope is Scope.WORKSPACE:
+            workspace_files += report.disk_files
+        indexed += report.indexed_files
+        orphaned += len(report.orphaned)
+        unindexed += len(report.unindexed)
+        modified += len(report.modified)
+        invalid.extend({"root_key": ref.root_key, **item} for item in report.invalid)
+        if not report.clean:
+            drift.append({"root_key": ref.root_key, "unindexed": report.unindexed, "orphaned": report.orphaned,
+                          "modified": report.modified, "invalid": report.invalid})
+    root_keys = [ref.root_key for ref in refs]
+    unapplied = Decision.objects.filter(applied_at__isnull=True, root_key__in=root_keys).count()
+    reasons = []
+    if unindexed or modified:
+        reasons.append(f"{unindexed + modified} file(s) on disk not matched by the catalog")
+    if orphaned:
+        reasons.append(f"{orphaned} catalog row(s) without a file")
+    if invalid:
+        reasons.append(f"{len(invalid)} file(s) that are not valid memory documents")
+    if unapplied:
+        reasons.append(f"{unapplied} unapplied decision(s)")
+    if reasons:
+        reasons.append("run `compozy memory reindex` to repair drift" if (unindexed or modified or orphaned) else "")
+    workspace_ids = ["", resolved.workspace_id] if resolved.workspace_id else [""]
+    events = Event.objects.filter(workspace_id__in=workspace_ids)
+    last_reindex = events.filter(op=EventOp.WRITE_REINDEX.value).order_by("-ts").values_list("ts", flat=True).first()
+    last_operation = events.order_by("-ts").values_list("ts", flat=True).first()
+    return Health(
+        status="degraded" if reasons else "ok",
+        reason="; ".join(r for r in reasons if r) or "catalog matches disk and every decision is applied",
+        global_files=global_files,
+        workspace_files=workspace_files,
+        workspace_count=Workspace.objects.count(),
+        indexed_files=indexed,
+        orphaned_files=orphaned,
+        unindexed_files=unindexed,
+        modified_files=modified,
+        invalid_files=invalid,
+        drift=drift,
+        unapplied_decisions=unapplied,
+        last_reindex=iso(last_reindex),
+        operation_count=events.count(),
+        last_operation_at=iso(last_operation),
+        generation=current_generation(),
+        dream={"status": "not_configured"},
+        extractor={"status": "not_configured"},
+    )
+
+
+def catalog_reindex(*, data: ReindexInput, caller: Caller,
+                    progress: Callable[[int, int], None] | None = None) -> ReindexResult:
+    resolved = resolve(data, caller)
+    refs = administered_refs(resolved)
+    roots = [(ref, resolved.root(ref)) for ref in refs]
+    total = sum(len(files.list_document_names(root, include_system=data.include_system)) for _ref, root in roots)
+    reports = []
+    done = 0
+    with write_lock(resolved.config.memory.controller.lock_timeout):
+        for ref, root in roots:
+            report = reindex_root(ref, root, include_system=data.include_system, progress=progress,
+                                  done_before=done, total=total)
+            done += report.files
+            reports.append(ReindexRoot(**report.__dict__))
+        record_event(
+            EventOp.WRITE_REINDEX,
+            scope="",
+            workspace_id=resolved.workspace_id,
+            session_id=caller.session_id or "",
+            actor=caller.origin.value,
+            metadata={"roots": len(reports), "files": done, "indexed": sum(r.indexed for r in reports),
+                      "external_decisions": sum(len(r.external_decisions) for r in reports)},
+        )
+    return ReindexResult(
+        roots=reports,
+        files=done,
+        indexed=sum(r.indexed for r in reports),
+        external_decisions=sum(len(r.external_decisions) for r in reports),
+        invalid=[{"root_key": r.root_key, **item} for r in reports for item in r.invalid],
+        generation=current_generation(),
+    )
+
+

@@ -1,0 +1,214 @@
+"""The memory noun: list, show, write, edit, delete. Every write goes through the controller."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from memory.catalog.indexer import DiskFile, entry_fields
+from memory.controller.core import submit
+from memory.domain.document import check_body, normalize_body, parse_document, split_frontmatter
+from memory.domain.document import Limits
+from memory.domain.enums import MemoryType, RequestKind, Scope
+from memory.domain.errors import NotFound, ValidationError
+from memory.domain.models import Candidate, Frontmatter, ScopeRef, sha256_text, translate_pydantic_error
+from memory.domain.names import memory_filename, parse_filename, validate_filename
+from memory.models import CatalogEntry
+from memory.store import files
+from pydantic import ValidationError as PydanticValidationError
+
+from .context import Caller, Resolved, Selector, resolve, resolve_ref, visible_refs
+from .paging import page_of
+from .views import MemoryDetail, MemoryList, MemoryShow, Page, WriteResult, decision_summary, memory_summary
+
+
+class ListInput(Selector):
+    type: MemoryType | None = None
+    sort: Literal["recent", "name"] = "recent"
+    cursor: str | None = None
+    limit: int | None = None
+
+
+class ShowInput(Selector):
+    filename: str
+
+
+class WriteInput(Selector):
+    type: MemoryType | None = None
+    name: str | None = None
+    description: str | None = None
+    content: str
+    dry_run: bool = False
+
+
+class EditInput(Selector):
+    filename: str
+    name: str | None = None
+    description: str | None = None
+    content: str | None = None
+    dry_run: bool = False
+
+
+class DeleteInput(Selector):
+    filename: str
+    dry_run: bool = False
+
+
+def memory_list(*, data: ListInput, caller: Caller) -> MemoryList:
+    resolved = resolve(data, caller)
+    refs = visible_refs(data, resolved)
+    queryset = CatalogEntry.objects.filter(root_key__in=[ref.root_key for ref in refs])
+    if not data.include_system:
+        queryset = queryset.filter(is_system=False)
+    if data.type is not None:
+        queryset = queryset.filter(type=data.type.value)
+    ordering = ("-updated_at", "filename", "root_key") if data.sort == "recent" else ("name", "filename", "root_key")
+    binding = {"roots": sorted(ref.root_key for ref in refs), "type": data.type, "sort": data.sort,
+               "system": data.include_system}
+    entries, page = page_of(queryset.order_by(*ordering), cursor=data.cursor, limit=data.limit, binding=binding)
+    return MemoryList(memories=[memory_summary(entry) for entry in entries], page=Page(**page))
+
+
+def _target_ref(data: Selector, filename: str, resolved: Resolved) -> ScopeRef:
+    memory_type, _slug = parse_filename(filename)
+    return resolve_ref(data, memory_type, resolved)
+
+
+def memory_show(*, data: ShowInput, caller: Caller) -> MemoryShow:
+    filename = validate_filename(data.filename, include_system=data.include_system)
+    resolved = resolve(data, caller)
+    ref = _target_ref(data, filename, resolved)
+    root = resolved.root(ref)
+    raw = files.read_bytes(root, filename)
+    if raw is None:
+        raise NotFound(f"No memory {filename} in {ref.label} scope.", details={"filename": filename, "scope": ref.label})
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError(f"{filename} is not valid UTF-8.", details={"filename": filename, "reason": "encoding"}) from None
+    document = parse_document(text)
+    stat = (root / filename).stat()
+    disk = DiskFile(filename, text, sha256_text(text), len(raw), stat.st_mtime_ns)
+    from .views import memory_summary_from_fields
+
+    summary = memory_summary_from_fields(entry_fields(ref, disk, document))
+    return MemoryShow(memory=MemoryDetail(summary=summary, content=document.body, path=str(root / filename)))
+
+
+def _limits(resolved: Resolved) -> Limits:
+    file_config = resolved.config.memory.file
+    return Limits(file_config.max_lines, file_config.max_bytes)
+
+
+def _frontmatter(**fields: object) -> Frontmatter:
+    try:
+        return Frontmatter.model_validate({k: v for k, v in fields.items() if v is not None})
+    except PydanticValidationError as exc:
+        raise translate_pydantic_error(exc) from None
+
+
+def memory_write(*, data: WriteInput, caller: Caller) -> WriteResult:
+    # Content may carry its own frontmatter block; its keys are held to the same strict schema.
+    embedded, body_text = split_frontmatter(data.content)
+    embedded = embedded or {}
+    unknown = set(embedded) - set(Frontmatter.model_fields)
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ValidationError(f"Unknown frontmatter key: {key!r}.", details={"field": key, "reason": "unknown_key"})
+    memory_type = data.type or embedded.get("type")
+    if memory_type is None:
+        raise ValidationError("--type is required: user, feedback, project or reference.", details={"field": "type"})
+    try:
+        memory_type = MemoryType(memory_type)
+    except ValueError:
+        raise ValidationError(
+            f"Unknown memory type {memory_type!r}: use user, feedback, project or reference.",
+            details={"field": "type", "reason": "unknown_type"},
+        ) from None
+    if data.scope is None and embedded.get("scope"):
+        data = data.model_copy(update={"scope": Scope(embedded["scope"]) if embedded["scope"] in Scope._value2member_map_ else None})
+        if data.scope is None:
+            raise translate_pydantic_error(_scope_error(embedded["scope"]))
+    resolved = resolve(data, caller, create_workspace=_wants_workspace(data, memory_type))
+    ref = resolve_ref(data, memory_type, resolved)
+    body = normalize_body(body_text)
+    check_body(body, _limits(resolved))
+    front = _frontmatter(
+        name=data.name or embedded.get("name"),
+        description=data.description or embedded.get("description"),
+        type=memory_type,
+        scope=ref.scope,
+        agent=ref.agent_name or None,
+        agent_tier=ref.agent_tier,
+        provenance=embedded.get("provenance"),
+    )
+    candidate = Candidate(
+        ref=ref,
+        origin=caller.origin,
+        kind=RequestKind.WRITE,
+        frontmatter=front,
+        body=body,
+        target_filename=memory_filename(memory_type, front.name),
+        session_id=caller.session_id,
+    )
+    outcome = submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
+    return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
+
+
+def _scope_error(value: object) -> PydanticValidationError:
+    try:
+        Selector.model_validate({"scope": value})
+    except PydanticValidationError as exc:
+        return exc
+    raise AssertionError("unreachable")
+
+
+def _wants_workspace(data: Selector, memory_type: MemoryType | None) -> bool:
+    from .context import DEFAULT_SCOPE_BY_TYPE, needs_workspace
+
+    scope = data.scope or (DEFAULT_SCOPE_BY_TYPE[memory_type] if memory_type else None)
+    return scope is not None and needs_workspace(scope, data.agent_tier)
+
+
+def memory_edit(*, data: EditInput, caller: Caller) -> WriteResult:
+    filename = validate_filename(data.filename)
+    memory_type, _slug = parse_filename(filename)
+    if memory_type is None:
+        raise ValidationError("Ad-hoc notes are not edited in place.", details={"filename": filename})
+    resolved = resolve(data, caller)
+    ref = resolve_ref(data, memory_type, resolved)
+    root = resolved.root(ref)
+    raw = files.read_bytes(root, filename)
+    if raw is None:
+        raise NotFound(f"No memory {filename} in {ref.label} scope.", details={"filename": filename, "scope": ref.label})
+    current = parse_document(raw.decode("utf-8"))
+    if data.name is None and data.description is None and data.content is None:
+        raise ValidationError("Nothing to change: pass --content, --name or --description.", details={"reason": "empty_edit"})
+    body = normalize_body(data.content) if data.content is not None else current.body
+    check_body(body, _limits(resolved))
+    front = _frontmatter(
+        name=data.name or current.frontmatter.name,
+        description=data.description or current.frontmatter.description,
+        type=memory_type,
+        scope=ref.scope,
+        agent=ref.agent_name or None,
+        agent_tier=ref.agent_tier,
+        provenance=current.frontmatter.provenance.model_dump() if current.frontmatter.provenance else None,
+    )
+    candidate = Candidate(
+        ref=ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front, body=body,
+        target_filename=filename, named_target=True, session_id=caller.session_id,
+    )
+    outcome = submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
+    return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
+
+
+def memory_delete(*, data: DeleteInput, caller: Caller) -> WriteResult:
+    filename = validate_filename(data.filename)
+    resolved = resolve(data, caller)
+    ref = _target_ref(data, filename, resolved)
+    candidate = Candidate(
+        ref=ref, origin=caller.origin, kind=RequestKind.DELETE, target_filename=filename, named_target=True,
+        session_id=caller.session_id,
+    )
+    outcome = submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
+    return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)

@@ -1,0 +1,230 @@
+"""Result models. Every surface renders these same models, so parity holds by construction."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from memory.models import CatalogEntry, Decision
+
+
+def iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat().replace("+00:00", "Z")
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class MemorySummary(Result):
+    filename: str
+    name: str
+    description: str
+    type: str
+    scope: str
+    agent_name: str | None
+    agent_tier: str | None
+    workspace_id: str | None
+    created_at: str | None
+    updated_at: str | None
+    size: int
+    content_hash: str
+    is_system: bool
+
+
+def memory_summary_from_fields(fields: dict[str, Any]) -> MemorySummary:
+    return MemorySummary(
+        filename=fields["filename"],
+        name=fields["name"],
+        description=fields["description"],
+        type=fields["type"],
+        scope=fields["scope"],
+        agent_name=fields["agent_name"] or None,
+        agent_tier=fields["agent_tier"] or None,
+        workspace_id=fields["workspace_id"] or None,
+        created_at=iso(fields["created_at"]),
+        updated_at=iso(fields["updated_at"]),
+        size=fields["size"],
+        content_hash=fields["content_hash"],
+        is_system=fields["is_system"],
+    )
+
+
+def memory_summary(entry: CatalogEntry) -> MemorySummary:
+    return memory_summary_from_fields(entry.__dict__)
+
+
+class Page(Result):
+    total: int
+    limit: int
+    has_more: bool
+    next_cursor: str | None
+
+
+class MemoryList(Result):
+    memories: list[MemorySummary]
+    page: Page
+
+
+class MemoryDetail(Result):
+    summary: MemorySummary
+    content: str
+    path: str
+
+
+class MemoryShow(Result):
+    memory: MemoryDetail
+
+
+class DecisionSummary(Result):
+    id: str
+    op: str
+    origin: str
+    source: str
+    scope: str
+    workspace_id: str | None
+    agent_name: str | None
+    agent_tier: str | None
+    target_filename: str
+    targets: list[str]
+    reason: str
+    confidence: float
+    rule_trace: list[dict[str, Any]]
+    llm_trace: dict[str, Any] | None
+    candidate_hash: str
+    post_content_hash: str
+    session_id: str | None
+    reverts: str | None
+    decided_at: str | None
+    applied_at: str | None
+
+
+class DecisionDetail(DecisionSummary):
+    frontmatter: dict[str, Any] | None
+    post_content: str
+    prior_content: str | None
+    idempotency_key: str
+
+
+def _summary_fields(decision: Decision) -> dict[str, Any]:
+    return {
+        "id": decision.id,
+        "op": decision.op,
+        "origin": decision.origin,
+        "source": decision.source,
+        "scope": decision.scope,
+        "workspace_id": decision.workspace_id or None,
+        "agent_name": decision.agent_name or None,
+        "agent_tier": decision.agent_tier or None,
+        "target_filename": decision.target_filename,
+        "targets": list(decision.targets or []),
+        "reason": decision.reason,
+        "confidence": decision.confidence,
+        "rule_trace": list(decision.rule_trace or []),
+        "llm_trace": decision.llm_trace,
+        "candidate_hash": decision.candidate_hash,
+        "post_content_hash": decision.post_content_hash,
+        "session_id": decision.session_id or None,
+        "reverts": decision.reverts,
+        "decided_at": iso(decision.decided_at),
+        "applied_at": iso(decision.applied_at),
+    }
+
+
+def decision_summary(decision: Decision) -> dict[str, Any]:
+    return DecisionSummary(**_summary_fields(decision)).to_json()
+
+
+def decision_detail(decision: Decision) -> DecisionDetail:
+    return DecisionDetail(
+        **_summary_fields(decision),
+        frontmatter=decision.frontmatter,
+        post_content=decision.post_content,
+        prior_content=decision.prior_content,
+        idempotency_key=decision.idempotency_key,
+    )
+
+
+class WriteResult(Result):
+    decision: DecisionSummary
+    applied: bool
+    dry_run: bool
+
+
+class RevertResult(Result):
+    decision: DecisionSummary
+    reverted: bool
+    dry_run: bool
+
+
+class DecisionList(Result):
+    decisions: list[DecisionSummary]
+    page: Page
+
+
+class DecisionShow(Result):
+    decision: DecisionDetail
+
+
+class HistoryItem(Result):
+    operation: str
+    event: str
+    filename: str
+    scope: str
+    agent_name: str | None
+    agent_tier: str | None
+    workspace_id: str | None
+    decision_id: str | None
+    actor: str
+    ts: str | None
+
+
+class HistoryList(Result):
+    history: list[HistoryItem]
+
+
+class ReindexRoot(Result):
+    root_key: str
+    files: int
+    indexed: int
+    removed_rows: int
+    external_decisions: list[str]
+    invalid: list[dict[str, str]]
+    temp_files_removed: int
+
+
+class ReindexResult(Result):
+    roots: list[ReindexRoot]
+    files: int
+    indexed: int
+    external_decisions: int
+    invalid: list[dict[str, str]]
+    generation: int
+
+
+class Health(Result):
+    status: str
+    reason: str
+    global_files: int
+    workspace_files: int
+    workspace_count: int
+    indexed_files: int
+    orphaned_files: int
+    unindexed_files: int
+    modified_files: int
+    invalid_files: list[dict[str, str]]
+    drift: list[dict[str, Any]]
+    unapplied_decisions: int
+    last_reindex: str | None
+    operation_count: int
+    last_operation_at: str | None
+    generation: int
+    dream: dict[str, Any]
+    extractor: dict[str, Any]

@@ -1,0 +1,164 @@
+"""The disk. Nothing writes under a memory root except through `atomic_write` and `remove_file` here, and
+those are called only by the controller's apply step (and its MEMORY.md renderer)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from memory.domain.errors import ValidationError
+from memory.domain.names import INDEX_FILENAME, SYSTEM_DIR, is_memory_document_name
+
+TEMP_SUFFIX = ".compozy-tmp"
+Step = Callable[[str], None]
+
+
+def _noop_step(_: str) -> None:
+    return None
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def ensure_dir(path: Path) -> None:
+    if not path.is_dir():
+        path.mkdir(parents=True, exist_ok=True)
+
+
+def atomic_write(path: Path, text: str, *, step: Step = _noop_step) -> None:
+    """Temp file in the same directory, fsync, rename over the target, fsync the directory.
+
+    `step` is called at each boundary so the crash tests can kill the writer there.
+    """
+    ensure_dir(path.parent)
+    temp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    data = text.encode("utf-8")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    step("after_temp_write")
+    os.replace(temp, path)
+    fsync_dir(path.parent)
+    step("after_rename")
+
+
+def remove_file(path: Path, *, step: Step = _noop_step) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    else:
+        fsync_dir(path.parent)
+    step("after_rename")
+
+
+def remove_stale_temp_files(root: Path) -> int:
+    """Only safe while holding the write lock: then no writer can be between its temp write and its rename."""
+    removed = 0
+    for directory in (root, root / SYSTEM_DIR):
+        if not directory.is_dir():
+            continue
+        for dirpath, _dirs, names in os.walk(directory):
+            for name in names:
+                if name.endswith(TEMP_SUFFIX):
+                    os.unlink(os.path.join(dirpath, name))
+                    removed += 1
+            if Path(dirpath) == root:
+                _dirs[:] = [d for d in _dirs if d == SYSTEM_DIR]
+    return removed
+
+
+def safe_path(root: Path, filename: str) -> Path:
+    """The path of a file under a root, refusing any symlink that resolves outside the root."""
+    path = root / filename
+    if path.is_symlink() or any(parent.is_symlink() for parent in _parents_below(root, path)):
+        target = Path(os.path.realpath(path))
+        real_root = Path(os.path.realpath(root))
+        if real_root not in target.parents:
+            raise ValidationError(
+                "The file is a symlink that points outside its memory root.",
+                details={"field": "filename", "filename": filename, "reason": "symlink_escape"},
+            )
+    return path
+
+
+def _parents_below(root: Path, path: Path) -> Iterator[Path]:
+    parent = path.parent
+    while parent != root and root in parent.parents:
+        yield parent
+        parent = parent.parent
+
+
+def read_bytes(root: Path, filename: str) -> bytes | None:
+    path = safe_path(root, filename)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ValidationError(
+            "The filename names a directory.", details={"filename": filename, "reason": "directory"}
+        ) from None
+
+
+def list_document_names(root: Path, *, include_system: bool = False) -> list[str]:
+    """Filenames of memory documents in a root (relative), without MEMORY.md, temp files or other files."""
+    names: list[str] = []
+    if not root.is_dir():
+        return names
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name == INDEX_FILENAME or entry.name.startswith("."):
+                continue
+            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                if is_memory_document_name(entry.name):
+                    names.append(entry.name)
+    if include_system:
+        system = root / SYSTEM_DIR
+        for dirpath, _dirs, files in os.walk(system):
+            rel_dir = Path(dirpath).relative_to(root).as_posix()
+            for name in files:
+                if name.endswith(".md") and not name.startswith(".") and not name.endswith(TEMP_SUFFIX):
+                    names.append(f"{rel_dir}/{name}")
+    names.sort()
+    return names
+
+
+def list_other_files(root: Path) -> list[str]:
+    """Top-level files in a root that are neither memory documents nor MEMORY.md: reported by health."""
+    if not root.is_dir():
+        return []
+    found = []
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name == INDEX_FILENAME or entry.name.startswith(".") or entry.is_dir(follow_symlinks=False):
+                continue
+            if not is_memory_document_name(entry.name):
+                found.append(entry.name)
+    return sorted(found)
+
+
+def make_scope_dirs(root: Path, *, with_inbox: bool = False) -> None:
+    """Each root gets its `_system/` layout on first write."""
+    for sub in ("dreaming", "extractor/failures", "ad_hoc", "archive"):
+        ensure_dir(root / SYSTEM_DIR / sub)
+    if with_inbox:
+        ensure_dir(root / "_inbox")
