@@ -146,10 +146,13 @@ def build_decision(candidate: Candidate, verdict: Verdict, *, root: Path, now: d
         frontmatter = candidate.frontmatter.yaml_dict()
     post_hash = sha256_text(post_content) if post_content else ""
     candidate_hash = candidate.candidate_hash()
+    # The spec's key material, plus the state it was decided against (the target's last decision), so the
+    # same candidate after, say, a delete is a new decision rather than a replay of the old one.
+    base_state = last_decision_id(ref.root_key, verdict.target_filename)
     idempotency_key = sha256_text(
         canonical_json(
             [candidate_hash, verdict.op.value, verdict.targets, verdict.target_filename, post_hash,
-             sha256_text(canonical_json(frontmatter))]
+             sha256_text(canonical_json(frontmatter)), base_state]
         )
     )
     return Decision(
@@ -179,6 +182,17 @@ def build_decision(candidate: Candidate, verdict: Verdict, *, root: Path, now: d
         reverts=candidate.revert_of,
         decided_at=now,
         applied_at=None,
+    )
+
+
+def last_decision_id(root_key: str, filename: str) -> str | None:
+    if not filename:
+        return None
+    return (
+        Decision.objects.filter(root_key=root_key, target_filename=filename)
+        .order_by("-decided_at", "-id")
+        .values_list("id", flat=True)
+        .first()
     )
 
 

@@ -12,7 +12,7 @@ from memory.domain.models import canonical_json, sha256_text, utc_now
 from memory.models import Decision
 from memory.store import files
 
-from .core import Outcome, apply_decision, persist_decision
+from .core import Outcome, apply_decision, last_decision_id, persist_decision
 from .lock import write_lock
 from .roots import ref_from_row, resolve_root
 
@@ -58,7 +58,8 @@ def revert_decision(decision_id: str, *, origin: Origin, session_id: str, config
         post_hash = sha256_text(post) if post else ""
         idempotency_key = sha256_text(canonical_json([candidate_hash, inverse.value, [original.target_filename],
                                                       original.target_filename, post_hash,
-                                                      sha256_text(canonical_json(frontmatter))]))
+                                                      sha256_text(canonical_json(frontmatter)),
+                                                      last_decision_id(original.root_key, original.target_filename)]))
         decision = Decision(
             id="dec_" + sha256_text(idempotency_key)[:24],
             candidate_hash=candidate_hash,

@@ -21,7 +21,9 @@ class _Timestamp(str):
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        # Indent list items under their key, as the spec's example files do.
+        return super().increase_indent(flow, False)
 
 
 _Dumper.add_representer(_Timestamp, lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:timestamp", value))

@@ -1,0 +1,133 @@
+"""The catalog is a projection of the disk: reindex re-derives it, health reports drift, hand edits are audited."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.db import connection
+
+from memory.models import CatalogEntry, Chunk, Decision
+from tests import helpers as h
+
+pytestmark = pytest.mark.django_db
+
+ROW_FIELDS = ("root_key", "scope", "workspace_id", "agent_name", "agent_tier", "filename", "type", "slug",
+              "entity_key", "name", "description", "body_key", "content_hash", "size", "mtime_ns", "is_system",
+              "frontmatter", "created_at", "updated_at")
+
+
+def catalog_rows():
+    entries = sorted(CatalogEntry.objects.values_list(*ROW_FIELDS), key=lambda row: (row[0], row[5]))
+    chunks = sorted(Chunk.objects.values_list("entry__root_key", "entry__filename", "name", "description", "body"))
+    return entries, chunks
+
+
+def fts_rows(table):
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT c.body FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
+                       f"WHERE {table} MATCH %s ORDER BY c.body", ['"zebra"'])
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.fixture
+def ws(home, workspace_dir):
+    h.write(workspace_dir, name="Zebra Crossing", content="The zebra crossing is near the office.")
+    h.write(workspace_dir, name="Coffee", type="user", content="The user drinks espresso with zebra mugs.")
+    h.write(workspace_dir, name="Tone", scope="agent", agent_name="reviewer",
+            content="Keep review comments terse.", type="feedback")
+    h.write(workspace_dir, name="Lang", scope="agent", agent_name="reviewer", agent_tier="global",
+            content="Reviews are written in English.", type="feedback")
+    return workspace_dir
+
+
+def test_the_migrations_create_both_fts5_tables_with_their_tokenizers(ws):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT sql FROM sqlite_master WHERE name IN ('memory_fts_unicode', 'memory_fts_trigram')")
+        sql = " ".join(row[0] for row in cursor.fetchall())
+    assert "unicode61 remove_diacritics 2" in sql and "trigram" in sql
+
+
+def test_incremental_indexing_and_a_full_reindex_produce_identical_rows(ws):
+    incremental = catalog_rows()
+    fts_before = (fts_rows("memory_fts_unicode"), fts_rows("memory_fts_trigram"))
+    report = h.reindex(ws)
+    assert report["external_decisions"] == 0
+    assert catalog_rows() == incremental
+    assert (fts_rows("memory_fts_unicode"), fts_rows("memory_fts_trigram")) == fts_before
+    assert len(fts_before[0]) == 2
+
+
+def test_health_reports_drift_both_ways_and_reindex_repairs_it(ws):
+    assert h.health(ws)["status"] == "ok"
+    memory_dir = ws / ".compozy" / "memory"
+    # A row without a file:
+    (memory_dir / "project_zebra_crossing.md").unlink()
+    # A file without a row (copied in by hand):
+    source = (memory_dir / "MEMORY.md").parent
+    text = ("---\nname: Handmade\ndescription: Written in an editor\ntype: project\nscope: workspace\n---\n\n"
+            "Typed by a person in vim.\n")
+    (source / "project_handmade.md").write_text(text)
+    report = h.health(ws)
+    assert report["status"] == "degraded"
+    assert report["orphaned_files"] == 1 and report["unindexed_files"] == 1
+    h.reindex(ws)
+    after = h.health(ws)
+    assert after["status"] == "ok", after
+    assert set(CatalogEntry.objects.filter(root_key__startswith="workspace:").values_list("filename", flat=True)) == {
+        "project_handmade.md"}
+    index = (memory_dir / "MEMORY.md").read_text()
+    assert "project_handmade.md" in index and "project_zebra_crossing.md" not in index
+
+
+def test_a_hand_edit_becomes_a_file_origin_decision_whose_prior_content_comes_from_the_log(ws):
+    path = ws / ".compozy" / "memory" / "project_zebra_crossing.md"
+    original = path.read_text()
+    path.write_text(original.replace("near the office", "behind the station"))
+    report = h.reindex(ws)
+    assert report["external_decisions"] == 1
+    decision = Decision.objects.get(origin="file")
+    assert decision.op == "update"
+    assert decision.prior_content == original
+    assert decision.post_content == path.read_text()
+    assert decision.applied_at is not None
+    shown = h.show(ws, filename="project_zebra_crossing.md")["memory"]["content"]
+    assert "behind the station" in shown
+    # A deletion in the file manager is audited too.
+    path.unlink()
+    h.reindex(ws)
+    deletion = Decision.objects.filter(origin="file", op="delete").get()
+    assert "behind the station" in deletion.prior_content
+    events = h.decision_list(ws, filename="project_zebra_crossing.md")["decisions"]
+    assert [d["origin"] for d in events] == ["file", "file", "cli"]
+
+
+def test_a_hand_edit_before_a_write_is_recorded_before_the_write(ws):
+    path = ws / ".compozy" / "memory" / "project_zebra_crossing.md"
+    path.write_text(path.read_text().replace("near the office", "by the river"))
+    edited = path.read_text()
+    result = h.write(ws, name="Zebra Crossing", content="The zebra crossing moved to the park.")
+    write = Decision.objects.get(id=result["decision"]["id"])
+    assert write.prior_content == edited
+    assert Decision.objects.filter(origin="file").count() == 1
+
+
+def test_a_symlink_pointing_outside_the_root_is_refused_everywhere(ws, tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nname: X\ndescription: Y\ntype: project\nscope: workspace\n---\n\nsecret\n")
+    link = ws / ".compozy" / "memory" / "project_link.md"
+    os.symlink(outside, link)
+    from memory.domain.errors import ValidationError
+
+    with pytest.raises(ValidationError) as error:
+        h.show(ws, filename="project_link.md")
+    assert error.value.details["reason"] == "symlink_escape"
+    with pytest.raises(ValidationError):
+        h.write(ws, name="Link", content="Overwrite through the link.")
+    with pytest.raises(ValidationError):
+        h.delete(ws, filename="project_link.md")
+    assert outside.read_text().endswith("secret\n")
+    report = h.reindex(ws)
+    assert {"root_key": report["roots"][2]["root_key"], "filename": "project_link.md", "reason": "symlink_escape"} in \
+        report["invalid"] or any(i["filename"] == "project_link.md" for i in report["invalid"])
+    assert not CatalogEntry.objects.filter(filename="project_link.md").exists()

@@ -1,0 +1,79 @@
+"""Shared fixtures. Every test gets its own COMPOZY_HOME; the database is pytest-django's test database, except
+in subprocess tests, where each child process uses the SQLite file under its own COMPOZY_HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# Settings read COMPOZY_HOME at import: point it somewhere disposable before Django loads.
+_SESSION_HOME = tempfile.mkdtemp(prefix="compozy-test-home-")
+os.environ["COMPOZY_HOME"] = _SESSION_HOME
+for _name in list(os.environ):
+    if _name.startswith("COMPOZY_") and ("__" in _name or _name in ("COMPOZY_WORKSPACE", "COMPOZY_FAULT")):
+        del os.environ[_name]
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+COMPOZY = str(VENV_BIN / "compozy")
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("COMPOZY_HOME", str(path))
+    monkeypatch.delenv("COMPOZY_WORKSPACE", raising=False)
+    return path
+
+
+@pytest.fixture
+def workspace_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    (path / ".git").mkdir()
+    return path
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> dict:
+        return json.loads(self.stdout)
+
+
+@dataclass
+class Cli:
+    """Runs the real `compozy` console script in a child process, as a user would."""
+
+    home: Path
+    cwd: Path
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
+        env["COMPOZY_HOME"] = str(self.home)
+        env.update(extra)
+        return env
+
+    def __call__(self, *args: str, input: bytes | None = None, cwd: Path | None = None,
+                 program: list[str] | None = None, **env: str) -> CliResult:
+        command = (program or [COMPOZY]) + list(args)
+        proc = subprocess.run(command, cwd=cwd or self.cwd, env=self.env(**env), input=input,
+                              capture_output=True, timeout=120)
+        return CliResult(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
+
+
+@pytest.fixture
+def cli(home: Path, workspace_dir: Path) -> Cli:
+    return Cli(home=home, cwd=workspace_dir)
