@@ -31,10 +31,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    "rest_framework",
-    "django_q",
+    # memory before django_q: its `qcluster` command wraps django_q's with bootstrap (migrate, replay).
     "memory",
     "inspector",
+    "rest_framework",
+    "django_q",
 ]
 
 MIDDLEWARE = [

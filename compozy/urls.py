@@ -1,3 +1,12 @@
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.http import JsonResponse
+from django.urls import path
+
+
+def healthz(request):  # noqa: ANN001, ANN201
+    """Liveness only: the process answers. Memory health is `memory health`."""
+    return JsonResponse({"status": "ok"})
+
+
+urlpatterns = [path("healthz", healthz)]

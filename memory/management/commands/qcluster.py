@@ -1,0 +1,15 @@
+"""django-q2's `qcluster`, preceded by the bootstrap every writing process runs: migrate, then replay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django_q.management.commands.qcluster import Command as ClusterCommand
+
+
+class Command(ClusterCommand):
+    def handle(self, *args: Any, **options: Any) -> None:
+        from memory.bootstrap import bootstrap
+
+        bootstrap()
+        super().handle(*args, **options)

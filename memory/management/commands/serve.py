@@ -1,0 +1,68 @@
+"""`compozy serve`: the service on one command. gunicorn serves the web app and API on a loopback TCP port and on
+the Unix socket $COMPOZY_HOME/run/compozy.sock (mode 0600); the django-q2 cluster runs beside it."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from compozy.config import compozy_home, get_config
+
+
+class Command(BaseCommand):
+    help = "Serve the web inspector and API (TCP and Unix socket) and run the background task cluster."
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--bind", help="HOST:PORT for TCP (default from config: 127.0.0.1:8000)")
+        parser.add_argument("--no-cluster", action="store_true", help="do not start the django-q2 task cluster")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from memory.bootstrap import bootstrap
+
+        bootstrap()
+        bind = options.get("bind") or get_config(None).server.bind
+        host = bind.rsplit(":", 1)[0].strip("[]")
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise CommandError(f"Refusing to bind {bind}: Compozy serves loopback only.")
+        run_dir = compozy_home() / "run"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        socket_path = run_dir / "compozy.sock"
+        if socket_path.exists():
+            socket_path.unlink()
+        python = sys.executable
+        children = [
+            subprocess.Popen([python, "-m", "gunicorn", "compozy.wsgi:application", "--config",
+                              "python:compozy.gunicorn_conf", "--bind", bind, "--bind", f"unix:{socket_path}"]),
+        ]
+        if not options["no_cluster"]:
+            children.append(subprocess.Popen([python, "-m", "compozy.cli", "qcluster"]))
+        self.stdout.write(f"Compozy is serving on http://{bind}/ and unix:{socket_path}\n")
+        self.stdout.flush()
+
+        def stop(signum: int, _frame: Any) -> None:
+            for child in children:
+                if child.poll() is None:
+                    child.send_signal(signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        try:
+            while all(child.poll() is None for child in children):
+                time.sleep(0.5)
+        finally:
+            stop(signal.SIGTERM, None)
+            deadline = time.monotonic() + 15
+            for child in children:
+                try:
+                    child.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    child.kill()
+        codes = [child.returncode for child in children]
+        if any(code not in (0, -signal.SIGTERM, None) for code in codes):
+            raise CommandError(f"a child process exited with {codes}")
