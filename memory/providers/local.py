@@ -30,12 +30,10 @@ class LocalProvider:
 
     def _task_tiebreaker(self, payload: dict[str, Any]) -> str:
         candidate = payload["candidate"]
-        words = overlap_words(" ".join([candidate["name"], candidate["description"], candidate["body"]]))
+        # Bodies carry the fact; names and descriptions legitimately differ between restatements of it.
+        words = overlap_words(candidate["body"])
         scored = sorted(
-            (
-                (_jaccard(words, overlap_words(" ".join([t["name"], t["description"], t["body"]]))), t["id"])
-                for t in payload["targets"]
-            ),
+            ((_jaccard(words, overlap_words(t["body"])), t["id"]) for t in payload["targets"]),
             key=lambda pair: (-pair[0], pair[1]),
         )
         best_score, best_id = scored[0] if scored else (0.0, None)

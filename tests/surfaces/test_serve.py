@@ -1,0 +1,73 @@
+"""`compozy serve` and the task cluster are processes that can write: both replay at start."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import stat
+import subprocess
+import time
+
+import httpx
+
+from tests.conftest import COMPOZY
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def unapplied(cli) -> int:
+    connection = sqlite3.connect(cli.home / "compozy.db")
+    return connection.execute("SELECT count(*) FROM memory_decisions WHERE applied_at IS NULL").fetchone()[0]
+
+
+def crash_a_write(cli, name: str) -> None:
+    result = cli("memory", "write", "--type", "project", "--name", name, "--description", "d",
+                 "--content", f"Left half-done by a crash {name.lower()}.", COMPOZY_FAULT="after_decision_commit")
+    assert result.code == 86
+    assert unapplied(cli) == 1
+
+
+def test_serve_listens_on_loopback_and_a_private_unix_socket_and_replays_at_start(cli):
+    crash_a_write(cli, "Server Replay")
+    port = free_port()
+    proc = subprocess.Popen([COMPOZY, "serve", "--bind", f"127.0.0.1:{port}", "--no-cluster"], cwd=cli.cwd,
+                            env=cli.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    sock = cli.home / "run" / "compozy.sock"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200 and sock.exists():
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        assert response.json() == {"status": "ok"}
+        with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock))) as client:
+            assert client.get("http://localhost/healthz").json() == {"status": "ok"}
+        assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+        assert unapplied(cli) == 0
+        assert (cli.cwd / ".compozy" / "memory" / "project_server_replay.md").is_file()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_serve_refuses_a_non_loopback_address(cli):
+    result = cli("serve", "--bind", "0.0.0.0:8123")
+    assert result.code != 0
+    assert "loopback" in result.stderr
+
+
+def test_the_task_cluster_replays_at_start(cli):
+    crash_a_write(cli, "Cluster Replay")
+    result = cli("qcluster", "--run-once")
+    assert result.code == 0, result.stderr
+    assert unapplied(cli) == 0
+    assert (cli.cwd / ".compozy" / "memory" / "project_cluster_replay.md").is_file()
