@@ -14,7 +14,7 @@ from compozy.config import Config
 from memory.catalog.indexer import advance_generation, index_file
 from memory.catalog.queries import RootCatalogView
 from memory.domain.document import parse_document, render_document
-from memory.domain.enums import DECISION_EVENT, ControllerMode, EventOp, MUTATING_OPS, Op, Origin, RequestKind
+from memory.domain.enums import DECISION_EVENT, MUTATING_OPS, ControllerMode, EventOp, Op, Origin, RequestKind
 from memory.domain.errors import Conflict, Rejected, ValidationError
 from memory.domain.models import (
     Candidate,
@@ -384,10 +384,7 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
             return ReconcileResult(invalid_reason=exc.details.get("reason", "invalid"))
     now = utc_now()
     prior = last_known_content(ref.root_key, filename)
-    if text is None:
-        op = Op.DELETE
-    else:
-        op = Op.UPDATE if entry is not None or prior is not None else Op.ADD
+    op = Op.DELETE if text is None else Op.UPDATE if entry is not None or prior is not None else Op.ADD
     post = text or ""
     candidate_hash = sha256_text(canonical_json(["external", ref.root_key, filename, sha256_text(post), format_timestamp(now)]))
     frontmatter = document.frontmatter.yaml_dict() if text is not None else None

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticValidationError
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from memory.domain.document import body_fingerprint
 from memory.domain.enums import AUTONOMOUS_ORIGINS, ControllerMode, DecisionSource, Op, RequestKind
@@ -139,7 +140,6 @@ def decide(candidate: Candidate, view: CatalogView, settings: RuleSettings) -> V
         return Verdict(Op.UPDATE, slot[0].filename, [slot[0].filename], trace,
                        f"update of {slot[0].filename}, which holds the same entity")
     if len(slot) > 1:
-        names = [t.filename for t in slot]
         _trace(trace, "entity_slot", False, f"{len(slot)} memories hold this entity: ambiguous", None)
         return _ambiguous(candidate, slot, trace, settings)
     _trace(trace, "entity_slot", False, "no other memory holds this entity", None)
@@ -188,10 +188,7 @@ def _ambiguous(candidate: Candidate, targets: list[Target], trace: list[dict[str
             llm_trace["status"] = "timeout"
         else:
             answer = TiebreakerAnswer.model_validate(json.loads(raw))
-            if answer.op == "update" and answer.target_id not in names:
-                llm_trace["status"] = "invented_target"
-                answer = None
-            elif answer.op != "update" and answer.target_id is not None and answer.target_id not in names:
+            if answer.op == "update" and answer.target_id not in names or answer.op != "update" and answer.target_id is not None and answer.target_id not in names:
                 llm_trace["status"] = "invented_target"
                 answer = None
             else:

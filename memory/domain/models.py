@@ -7,7 +7,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ValidationError as PydanticValidationError
 
 from .enums import AgentTier, MemoryType, Origin, RequestKind, Scope
 from .errors import AgentTierRequired, MemoryError_, ScopeInvalid, ValidationError

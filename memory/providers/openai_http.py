@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import urllib.error
 import urllib.request
 from typing import Any
@@ -52,7 +51,7 @@ class OpenAICompatibleProvider:
         try:
             with urllib.request.urlopen(request, timeout=min(timeout_ms, self.default_timeout_ms) / 1000) as response:
                 data = json.loads(response.read().decode("utf-8"))
-        except (urllib.error.URLError, socket.timeout, TimeoutError, ValueError, OSError) as exc:
+        except (urllib.error.URLError, TimeoutError, ValueError, OSError) as exc:
             raise ProviderError(f"provider request failed: {type(exc).__name__}") from None
         try:
             return data["choices"][0]["message"]["content"]

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import ValidationError as PydanticValidationError
+
 from memory.catalog.indexer import DiskFile, entry_fields
 from memory.controller.core import submit
-from memory.domain.document import check_body, normalize_body, parse_document, split_frontmatter
-from memory.domain.document import Limits
+from memory.domain.document import Limits, check_body, normalize_body, parse_document, split_frontmatter
 from memory.domain.enums import MemoryType, RequestKind, Scope
 from memory.domain.errors import NotFound, ValidationError
 from memory.domain.models import Candidate, Frontmatter, ScopeRef, sha256_text, translate_pydantic_error
 from memory.domain.names import memory_filename, parse_filename, validate_filename
 from memory.models import CatalogEntry
 from memory.store import files
-from pydantic import ValidationError as PydanticValidationError
 
 from .context import Caller, Resolved, Selector, resolve, resolve_ref, visible_refs
 from .paging import page_of

@@ -128,9 +128,9 @@ def list_document_names(root: Path, *, include_system: bool = False) -> list[str
         for entry in entries:
             if entry.name == INDEX_FILENAME or entry.name.startswith("."):
                 continue
-            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
-                if is_memory_document_name(entry.name):
-                    names.append(entry.name)
+            is_file = entry.is_file(follow_symlinks=False) or entry.is_symlink()
+            if is_file and is_memory_document_name(entry.name):
+                names.append(entry.name)
     if include_system:
         system = root / SYSTEM_DIR
         for dirpath, _dirs, files in os.walk(system):

@@ -22,7 +22,7 @@ def test_content_comes_from_text_a_file_or_stdin(cli, tmp_path):
     source.write_text("Loaded from a file on disk.\n")
     write(cli, "From File", f"@{source}")
     result = cli("memory", "write", "--type", "project", "--name", "From Stdin", "--description", "d",
-                 "--content", "-", "-o", "json", input="Piped through standard input.".encode())
+                 "--content", "-", "-o", "json", input=b"Piped through standard input.")
     assert result.code == 0, result.stdout
     show = cli("memory", "show", "project_from_file.md", "-o", "json").json
     assert show["memory"]["content"] == "Loaded from a file on disk."

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from memory.domain.document import Limits, check_body, decode_utf8, normalize_body, parse_document, render_document
+from memory.domain.document import (
+    Limits,
+    check_body,
+    decode_utf8,
+    normalize_body,
+    parse_document,
+    render_document,
+)
 from memory.domain.errors import AgentTierRequired, ScopeInvalid, ValidationError
 from memory.domain.models import Frontmatter, Provenance
 
