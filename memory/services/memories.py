@@ -9,7 +9,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memory.catalog.indexer import DiskFile, entry_fields
 from memory.controller.core import submit
 from memory.domain.document import Limits, check_body, normalize_body, parse_document, split_frontmatter
-from memory.domain.enums import MemoryType, RequestKind, Scope
+from memory.domain.enums import MemoryType, RequestKind
 from memory.domain.errors import NotFound, ValidationError
 from memory.domain.models import Candidate, Frontmatter, ScopeRef, sha256_text, translate_pydantic_error
 from memory.domain.names import memory_filename, parse_filename, validate_filename
@@ -124,10 +124,9 @@ def memory_write(*, data: WriteInput, caller: Caller) -> WriteResult:
             f"Unknown memory type {memory_type!r}: use user, feedback, project or reference.",
             details={"field": "type", "reason": "unknown_type"},
         ) from None
-    if data.scope is None and embedded.get("scope"):
-        data = data.model_copy(update={"scope": Scope(embedded["scope"]) if embedded["scope"] in Scope._value2member_map_ else None})
-        if data.scope is None:
-            raise translate_pydantic_error(_scope_error(embedded["scope"]))
+    if data.scope is None and embedded.get("scope") is not None:
+        # The embedded block's scope goes through the same input model, so it fails with the same code.
+        data = WriteInput.parse({**data.model_dump(exclude_none=True), "scope": embedded["scope"]})
     resolved = resolve(data, caller, create_workspace=_wants_workspace(data, memory_type))
     ref = resolve_ref(data, memory_type, resolved)
     body = normalize_body(body_text)
@@ -152,14 +151,6 @@ def memory_write(*, data: WriteInput, caller: Caller) -> WriteResult:
     )
     outcome = submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
     return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
-
-
-def _scope_error(value: object) -> PydanticValidationError:
-    try:
-        Selector.model_validate({"scope": value})
-    except PydanticValidationError as exc:
-        return exc
-    raise AssertionError("unreachable")
 
 
 def _wants_workspace(data: Selector, memory_type: MemoryType | None) -> bool:
