@@ -12,14 +12,24 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 COMPOZY_HOME = compozy_home()
 COMPOZY_HOME.mkdir(parents=True, exist_ok=True)
 
-# A per-home secret, created on first use with mode 0600, so sessions and CSRF survive restarts.
+# A per-home secret, created on first use with mode 0600, so sessions and CSRF survive restarts. Several processes
+# may start together on a fresh home: each writes a complete temp file and link() lets exactly one win.
 _secret_file = COMPOZY_HOME / "secret_key"
 if not _secret_file.exists():
     import secrets
 
-    fd = os.open(_secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(secrets.token_urlsafe(50))
+    _temp = COMPOZY_HOME / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}.compozy-tmp"
+    _fd = os.open(_temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(_fd, "w") as _handle:
+        _handle.write(secrets.token_urlsafe(50))
+        _handle.flush()
+        os.fsync(_handle.fileno())
+    try:
+        os.link(_temp, _secret_file)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(_temp)
 SECRET_KEY = os.environ.get("COMPOZY_SECRET_KEY") or _secret_file.read_text().strip()
 
 DEBUG = os.environ.get("COMPOZY_DEBUG", "") == "1"

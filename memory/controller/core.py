@@ -3,6 +3,8 @@ event → applied_at. Every write from every surface comes through `submit`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -34,7 +36,7 @@ from memory.store.index_md import render_index
 
 from . import faults
 from .lock import write_lock
-from .roots import ref_from_row
+from .roots import ref_from_row, resolve_root
 from .rules import RuleSettings, Verdict, decide
 
 MAX_SOURCE_SESSIONS = 32
@@ -64,8 +66,40 @@ def rule_settings(config: Config) -> RuleSettings:
 # Submitting a candidate
 
 
-def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = False) -> Outcome:
+@contextmanager
+def exclusive(config: Config) -> Iterator[None]:
+    """Hold the write lock and finish any decision a crashed writer left unapplied before deciding anew.
+
+    A long-running process (a server) booted before another process crashed; replaying here, not only at
+    process start, keeps an older crashed write from later landing over a newer one.
+    """
     with write_lock(config.memory.controller.lock_timeout):
+        replay_unapplied()
+        yield
+
+
+def replay_unapplied() -> list[str]:
+    """Apply unapplied decisions in decided_at, id order. The caller holds the write lock."""
+    replayed: list[str] = []
+    pending = Decision.objects.filter(applied_at__isnull=True)
+    if not pending.exists():
+        return replayed
+    cleaned: set[str] = set()
+    for decision in pending.order_by("decided_at", "id").iterator():
+        ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
+        root = resolve_root(ref)
+        if root is None:
+            continue  # its workspace is not on this machine (yet); health keeps reporting it
+        if ref.root_key not in cleaned:
+            files.remove_stale_temp_files(root)
+            cleaned.add(ref.root_key)
+        apply_decision(decision, root=root)
+        replayed.append(decision.id)
+    return replayed
+
+
+def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = False) -> Outcome:
+    with exclusive(config):
         target = candidate.target_filename or ""
         if target:
             # A hand edit of the target since the last reindex is recorded first, so prior_content is true.

@@ -12,8 +12,7 @@ from memory.domain.models import canonical_json, sha256_text, utc_now
 from memory.models import Decision
 from memory.store import files
 
-from .core import Outcome, apply_decision, last_decision_id, persist_decision
-from .lock import write_lock
+from .core import Outcome, apply_decision, exclusive, last_decision_id, persist_decision
 from .roots import ref_from_row, resolve_root
 
 _INVERSE = {Op.ADD: Op.DELETE, Op.UPDATE: Op.UPDATE, Op.DELETE: Op.ADD}
@@ -21,7 +20,7 @@ _INVERSE = {Op.ADD: Op.DELETE, Op.UPDATE: Op.UPDATE, Op.DELETE: Op.ADD}
 
 def revert_decision(decision_id: str, *, origin: Origin, session_id: str, config: Config,
                     dry_run: bool = False) -> Outcome:
-    with write_lock(config.memory.controller.lock_timeout):
+    with exclusive(config):
         original = Decision.objects.filter(id=decision_id).first()
         if original is None:
             raise NotFound(f"No decision {decision_id}.", details={"decision_id": decision_id})

@@ -6,8 +6,7 @@ from collections.abc import Callable
 
 from memory.catalog.drift import drift_for_root
 from memory.catalog.indexer import current_generation
-from memory.controller.core import record_event
-from memory.controller.lock import write_lock
+from memory.controller.core import exclusive, record_event
 from memory.controller.reindex import reindex_root
 from memory.domain.enums import EventOp, Scope
 from memory.models import Decision, Event, Workspace
@@ -92,7 +91,7 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
     total = sum(len(files.list_document_names(root, include_system=data.include_system)) for _ref, root in roots)
     reports = []
     done = 0
-    with write_lock(resolved.config.memory.controller.lock_timeout):
+    with exclusive(resolved.config):
         for ref, root in roots:
             report = reindex_root(ref, root, include_system=data.include_system, progress=progress,
                                   done_before=done, total=total)
