@@ -5,32 +5,33 @@ from __future__ import annotations
 from django.db import connection
 
 from memory.controller.rules import Target
-from memory.models import CatalogEntry, Chunk
 
 from . import fts
+
+_TARGETS = (
+    "SELECT e.filename, e.name, e.description, c.body, e.body_key FROM memory_catalog_entries e "
+    "JOIN memory_chunks c ON c.entry_id = e.id WHERE e.root_key = %s AND e.is_system = 0 AND "
+)
 
 
 class RootCatalogView:
     def __init__(self, root_key: str) -> None:
         self.root_key = root_key
 
-    def _targets(self, queryset) -> list[Target]:
-        rows = list(queryset.filter(is_system=False).values("id", "filename", "name", "description", "body_key"))
-        bodies = dict(Chunk.objects.filter(entry_id__in=[r["id"] for r in rows]).values_list("entry_id", "body"))
-        return [
-            Target(r["filename"], r["name"], r["description"], bodies.get(r["id"], ""), r["body_key"])
-            for r in sorted(rows, key=lambda r: r["filename"])
-        ]
+    def _targets(self, condition: str, params: list[object]) -> list[Target]:
+        with connection.cursor() as cursor:
+            cursor.execute(_TARGETS + condition + " ORDER BY e.filename", [self.root_key, *params])
+            return [Target(*row) for row in cursor.fetchall()]
 
     def by_filename(self, filename: str) -> Target | None:
-        found = self._targets(CatalogEntry.objects.filter(root_key=self.root_key, filename=filename))
+        found = self._targets("e.filename = %s", [filename])
         return found[0] if found else None
 
     def by_body_key(self, body_key: str) -> list[Target]:
-        return self._targets(CatalogEntry.objects.filter(root_key=self.root_key, body_key=body_key))
+        return self._targets("e.body_key = %s", [body_key])
 
     def by_entity(self, entity: str, memory_type: str) -> list[Target]:
-        return self._targets(CatalogEntry.objects.filter(root_key=self.root_key, entity_key=entity, type=memory_type))
+        return self._targets("e.entity_key = %s AND e.type = %s", [entity, memory_type])
 
     def overlapping(self, memory_type: str, words: list[str], limit: int) -> list[Target]:
         with connection.cursor() as cursor:

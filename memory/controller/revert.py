@@ -12,7 +12,9 @@ from memory.domain.models import canonical_json, sha256_text, utc_now
 from memory.models import Decision
 from memory.store import files
 
-from .core import Outcome, apply_decision, exclusive, last_decision_id, persist_decision
+from .apply import apply_decision
+from .core import Outcome, exclusive
+from .log import decision_identity, last_decision_id, persist_decision
 from .roots import ref_from_row, resolve_root
 
 _INVERSE = {Op.ADD: Op.DELETE, Op.UPDATE: Op.UPDATE, Op.DELETE: Op.ADD}
@@ -55,12 +57,12 @@ def revert_decision(decision_id: str, *, origin: Origin, session_id: str, config
         now = utc_now()
         candidate_hash = sha256_text(canonical_json(["revert", decision_id, original.post_content_hash]))
         post_hash = sha256_text(post) if post else ""
-        idempotency_key = sha256_text(canonical_json([candidate_hash, inverse.value, [original.target_filename],
-                                                      original.target_filename, post_hash,
-                                                      sha256_text(canonical_json(frontmatter)),
-                                                      last_decision_id(original.root_key, original.target_filename)]))
+        idempotency_key, revert_id = decision_identity(
+            candidate_hash, inverse, [original.target_filename], original.target_filename, post_hash, frontmatter,
+            last_decision_id(original.root_key, original.target_filename),
+        )
         decision = Decision(
-            id="dec_" + sha256_text(idempotency_key)[:24],
+            id=revert_id,
             candidate_hash=candidate_hash,
             idempotency_key=idempotency_key,
             workspace_id=original.workspace_id,

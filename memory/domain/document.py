@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -16,17 +17,53 @@ from .models import Frontmatter, translate_pydantic_error
 _FRONTMATTER_START = re.compile(r"\A---[ \t]*\r?\n")
 
 
-class _Timestamp(str):
-    """A string YAML should write as a plain timestamp scalar, as the spec's example files show."""
+# YAML scalars that may be written plain: they read back as the same string. Anything else (a leading indicator
+# character, ": " or " #", a word YAML would read as a bool, null or number) is written double-quoted with JSON
+# escapes, which YAML reads back exactly.
+_PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_(][^\x00-\x1f\x7f:#\"'\\`{}\[\]|>&*!%@,]*$")
+_YAML_RESERVED = re.compile(
+    r"^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF|null|Null|NULL|~"
+    r"|[-+]?(\.[0-9]+|[0-9][0-9_]*)(\.[0-9_]*)?([eE][-+]?[0-9]+)?|0x[0-9a-fA-F_]+|0o?[0-7_]+"
+    r"|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}.*|[0-9]+(:[0-9]+)+(\.[0-9]*)?)$"
+)
+_TIMESTAMP = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")
 
 
-class _Dumper(yaml.SafeDumper):
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        # Indent list items under their key, as the spec's example files do.
-        return super().increase_indent(flow, False)
+def _scalar(value: Any, *, timestamp: bool = False) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    text = str(value)
+    if timestamp and _TIMESTAMP.match(text):
+        return text  # a plain timestamp, as the spec's example files show
+    if _PLAIN_SAFE.match(text) and not _YAML_RESERVED.match(text) and text == text.strip():
+        return text
+    return json.dumps(text, ensure_ascii=False)
 
 
-_Dumper.add_representer(_Timestamp, lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:timestamp", value))
+def _emit(data: dict[str, Any], indent: str, lines: list[str]) -> None:
+    for key, value in data.items():
+        if isinstance(value, dict):
+            lines.append(f"{indent}{key}:")
+            _emit(value, indent + "  ", lines)
+        elif isinstance(value, list):
+            if not value:
+                lines.append(f"{indent}{key}: []")
+                continue
+            lines.append(f"{indent}{key}:")
+            lines.extend(f"{indent}  - {_scalar(item)}" for item in value)
+        else:
+            lines.append(f"{indent}{key}: {_scalar(value, timestamp=key.endswith('_at'))}")
+
+
+def dump_yaml(data: dict[str, Any]) -> str:
+    """Deterministic block YAML for frontmatter's small, known shape (mappings, lists of scalars, scalars)."""
+    lines: list[str] = []
+    _emit(data, "", lines)
+    return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)
@@ -115,11 +152,4 @@ def parse_document(text: str) -> Document:
 
 
 def render_document(front: Frontmatter, body: str) -> str:
-    data = front.yaml_dict()
-    provenance = data.get("provenance")
-    if provenance:
-        for key in ("created_at", "updated_at"):
-            if key in provenance:
-                provenance[key] = _Timestamp(provenance[key])
-    header = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=10_000)
-    return f"---\n{header}---\n\n{body}\n"
+    return f"---\n{dump_yaml(front.yaml_dict())}---\n\n{body}\n"

@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 from memory.catalog.drift import drift_for_root
 from memory.catalog.indexer import current_generation
-from memory.controller.core import exclusive, record_event
-from memory.controller.reindex import reindex_root
+from memory.controller.core import exclusive
+from memory.controller.log import record_event
+from memory.controller.reconcile import reindex_root
 from memory.domain.enums import EventOp, Scope
 from memory.models import Decision, Event, Workspace
 from memory.store import files
@@ -21,7 +22,7 @@ class HealthInput(Selector):
 
 
 class ReindexInput(Selector):
-    pass
+    rebuild: bool = False
 
 
 def health_get(*, data: HealthInput, caller: Caller) -> Health:
@@ -93,7 +94,7 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
     done = 0
     with exclusive(resolved.config):
         for ref, root in roots:
-            report = reindex_root(ref, root, include_system=data.include_system, progress=progress,
+            report = reindex_root(ref, root, include_system=data.include_system, rebuild=data.rebuild, progress=progress,
                                   done_before=done, total=total)
             done += report.files
             reports.append(ReindexRoot(**report.__dict__))

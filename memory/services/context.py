@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
 from compozy.config import Config, get_config
-from memory.controller.core import record_event
+from memory.controller.log import record_event
 from memory.domain.enums import AgentTier, EventOp, MemoryType, Origin, Scope
 from memory.domain.errors import ScopeInvalid, ValidationError, WorkspaceRequired
 from memory.domain.models import ScopeRef, translate_pydantic_error, utc_now

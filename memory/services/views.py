@@ -194,6 +194,7 @@ class ReindexRoot(Result):
     root_key: str
     files: int
     indexed: int
+    rewritten_rows: int
     removed_rows: int
     external_decisions: list[str]
     invalid: list[dict[str, str]]

@@ -104,3 +104,24 @@ def test_frontmatter_renders_without_empty_keys():
     text = render_document(front, "body")
     assert "agent" not in text and "source_sessions" not in text
     assert "created_at: 2026-01-01T00:00:00Z" in text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain words", "yes", "No", "null", "~", "123", "1.5", "0x1F", "1e3", "2026-01-01", "12:30", "a: b",
+        "note # not a comment", "- dash first", "[bracket", "{brace", "'quoted'", '"double"', "trailing ", " leading",
+        "Café ünïcode ✓", "tab\there", "back\\slash", "colon:inside", "*star", "&anchor", "!tag", "%percent",
+        "@at", "`tick", "|pipe", ">fold", "?question", "line\nbreak", "", "true", "Off", ".inf", "-.5", "+1",
+    ],
+)
+def test_rendered_frontmatter_reads_back_as_the_same_strings(text):
+    import yaml
+
+    front = Frontmatter(name="N", description="D", type="user", scope="global",
+                        provenance=Provenance(source_actor="cli", source_sessions=[text or "s"], superseded_by=text))
+    rendered = render_document(front, "body")
+    loaded = yaml.safe_load(rendered.split("---\n")[1])
+    assert loaded["provenance"]["superseded_by"] == text
+    assert loaded["provenance"]["source_sessions"] == [text or "s"]
+    assert parse_document(rendered).frontmatter == front

@@ -160,6 +160,8 @@ class Command(BaseCommand):
         selectors(health, system=True)
 
         reindex = verb("reindex", "Re-derive the catalog from disk; records hand edits as decisions.")
+        reindex.add_argument("--rebuild", action="store_true",
+                             help="drop and re-insert every row instead of writing only the rows that differ")
         selectors(reindex, system=True)
 
     def run_from_argv(self, argv: list[str]) -> None:
@@ -248,7 +250,7 @@ class Command(BaseCommand):
         render.emit(catalog.health_get(data=data, caller=caller).to_json(), options["output"], render.human_health)
 
     def _verb_reindex(self, options: dict[str, Any], caller: Caller) -> None:
-        data = catalog.ReindexInput.parse(self._fields(options, "include_system", *self._SELECTORS))
+        data = catalog.ReindexInput.parse(self._fields(options, "include_system", "rebuild", *self._SELECTORS))
         progress = None
         if sys.stderr.isatty() and options["output"] == "human":
             def progress(done: int, total: int) -> None:

@@ -1,0 +1,142 @@
+"""A full reindex of a workspace root holding N memory files (default 10,000), beside a bare parse floor.
+
+    .venv/bin/python bench/reindex_bench.py                 # 10,000 files; the first reindex takes minutes
+    .venv/bin/python bench/reindex_bench.py --files 1000
+
+Two reindexes are timed through `memory.services.catalog.catalog_reindex`, the call behind `memory reindex`:
+  first   every file is new to the catalog, so each one is first recorded as a hand-edit decision (origin `file`)
+          and then indexed: the audit-trail case after files were dropped into a root by hand
+  second  the catalog is already in sync with the disk: the pure "re-derive the projection from disk" case
+
+The floor reads every file and parses it with `frontmatter.loads` (python-frontmatter over libyaml's
+CSafeLoader), nothing else. It runs three times, before, between and after the reindexes, so it sees the same
+background load; the median is the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402  (must come before Django)
+
+TARGET_FLOOR_RATIO = 2.0
+TARGET_FILES_PER_S = 1000.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=10_000, help="memory files in the root")
+    parser.add_argument("--seed", type=int, default=20240602)
+    parser.add_argument("--profile", metavar="PATH",
+                        help="cProfile each reindex into PATH.first and PATH.second")
+    args = parser.parse_args()
+
+    env = common.start("reindex")
+    try:
+        result = run(env, args.files, args.seed, args.profile)
+    finally:
+        common.finish()
+    common.emit(result)
+
+
+def floor(paths: list[Path]) -> float:
+    import frontmatter
+
+    started = time.perf_counter()
+    for path in paths:
+        post = frontmatter.loads(path.read_text("utf-8"))
+        if not post.metadata:
+            raise SystemExit(f"floor: {path} has no frontmatter")
+    return time.perf_counter() - started
+
+
+def run(env: common.Env, count: int, seed: int, profile: str | None) -> dict[str, object]:
+    from memory.domain.document import render_document
+    from memory.domain.enums import MemoryType, Origin, Scope
+    from memory.domain.models import Frontmatter, ScopeRef
+    from memory.models import CatalogEntry, Decision
+    from memory.services.catalog import ReindexInput, catalog_reindex
+    from memory.services.context import Caller, Selector, resolve
+
+    caller = Caller(origin=Origin.CLI, cwd=env.workspace)
+    resolved = resolve(Selector(), caller, create_workspace=True)
+    ref = ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)
+    root = resolved.root(ref)
+    root.mkdir(parents=True, exist_ok=True)
+
+    words = common.Words(seed)
+    common.log(f"writing {count} memory files to {root}")
+    paths = []
+    for _ in range(count):
+        item = common.content(words)
+        front = Frontmatter(name=item.name, description=item.description, type=MemoryType.PROJECT,
+                            scope=Scope.WORKSPACE)
+        path = root / f"project_{common.slug_of(item.name)}.md"
+        path.write_text(render_document(front, item.body), "utf-8")
+        paths.append(path)
+    total_bytes = sum(path.stat().st_size for path in paths)
+
+    def reindex(label: str) -> tuple[float, object]:
+        common.log(f"{label} reindex of {count} files")
+        with common.Profiler(f"{profile}.{label}" if profile else None):
+            started = time.perf_counter()
+            report = catalog_reindex(data=ReindexInput.parse({}), caller=caller)
+            elapsed = time.perf_counter() - started
+        common.log(f"{label} reindex: {elapsed:.2f} s")
+        return elapsed, report
+
+    floor_runs = [floor(paths)]
+    first_s, first = reindex("first")
+    indexed_after_first = CatalogEntry.objects.filter(root_key=ref.root_key, is_system=False).count()
+    floor_runs.append(floor(paths))
+    second_s, second = reindex("second")
+    floor_runs.append(floor(paths))
+    indexed_after_second = CatalogEntry.objects.filter(root_key=ref.root_key, is_system=False).count()
+
+    floor_s = statistics.median(floor_runs)
+    floor_fps = count / floor_s
+
+    def block(seconds: float, report) -> dict[str, object]:
+        files_per_s = count / seconds
+        return {
+            "seconds": round(seconds, 3),
+            "files_per_s": round(files_per_s, 1),
+            "files": report.files,
+            "indexed": report.indexed,
+            "external_decisions": report.external_decisions,
+            "invalid": len(report.invalid),
+            "floor_files_per_s_over_reindex_files_per_s": round(floor_fps / files_per_s, 2),
+            "floor_ratio_target_met": floor_fps / files_per_s <= TARGET_FLOOR_RATIO,
+            "at_least_1000_files_per_s": files_per_s >= TARGET_FILES_PER_S,
+        }
+
+    return {
+        "benchmark": "reindex",
+        "machine": common.machine(),
+        "files": count,
+        "total_bytes": total_bytes,
+        "first_reindex_all_new": block(first_s, first),
+        "second_reindex_in_sync": block(second_s, second),
+        "floor_read_and_frontmatter_loads": {
+            "seconds_median": round(floor_s, 3),
+            "seconds_each_run": [round(value, 3) for value in floor_runs],
+            "files_per_s": round(floor_fps, 1),
+        },
+        "checks": {
+            "catalog_rows_after_first": indexed_after_first,
+            "catalog_rows_after_second": indexed_after_second,
+            "file_decisions": Decision.objects.filter(origin="file", root_key=ref.root_key).count(),
+            "unapplied_decisions": Decision.objects.filter(applied_at__isnull=True).count(),
+        },
+        "targets": {"floor_ratio_max": TARGET_FLOOR_RATIO, "files_per_s_min": TARGET_FILES_PER_S},
+    }
+
+
+if __name__ == "__main__":
+    main()

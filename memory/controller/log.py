@@ -1,0 +1,115 @@
+"""The decision log (memory_decisions, the per-database WAL) and the event log (memory_events)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import connection, transaction
+
+from memory.domain.enums import DECISION_EVENT, MUTATING_OPS, EventOp, Op
+from memory.domain.models import canonical_json, sha256_text, utc_now
+from memory.models import Decision
+
+from . import faults
+
+
+def decision_identity(candidate_hash: str, op: Op, targets: list[str], target_filename: str, post_hash: str,
+                      frontmatter: dict[str, Any] | None, base_state: str | None) -> tuple[str, str]:
+    """(idempotency_key, decision id). The key covers the spec's material plus the state it was decided
+    against (the target's last decision), so the same candidate after its target changed is a new decision."""
+    key = sha256_text(canonical_json([candidate_hash, op.value, targets, target_filename, post_hash,
+                                      sha256_text(canonical_json(frontmatter)), base_state]))
+    return key, "dec_" + sha256_text(key)[:24]
+
+
+def last_decision_id(root_key: str, filename: str) -> str | None:
+    if not filename:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM memory_decisions WHERE root_key = %s AND target_filename = %s "
+            "ORDER BY decided_at DESC, id DESC LIMIT 1",
+            [root_key, filename],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def persist_decision(decision: Decision) -> None:
+    """Commit the decision row durably (synchronous=FULL) before any file is touched."""
+    persist_decisions([decision])
+
+
+def persist_decisions(decisions: list[Decision]) -> None:
+    durable = not connection.in_atomic_block
+    if durable:
+        connection.ensure_connection()
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA synchronous=FULL")
+    try:
+        with transaction.atomic():
+            if len(decisions) == 1:
+                decisions[0].save(force_insert=True)
+            else:
+                Decision.objects.bulk_create(decisions, batch_size=500)
+    finally:
+        if durable:
+            with connection.cursor() as cursor:
+                cursor.execute("PRAGMA synchronous=NORMAL")
+    faults.hit("after_decision_commit")
+
+
+def decision_event_op(decision: Decision) -> EventOp:
+    if decision.reverts and decision.op in MUTATING_OPS:
+        return EventOp.WRITE_REVERTED
+    return DECISION_EVENT[Op(decision.op)]
+
+
+def _event_values(decision: Decision) -> list[Any]:
+    metadata: dict[str, Any] = {"decision_op": decision.op, "origin": decision.origin, "source": decision.source}
+    if decision.op == Op.REJECT:
+        metadata["rules"] = [e["reason"].removeprefix("rejected by ") for e in decision.rule_trace
+                             if e["name"] == "scan" and not e["passed"]]
+    if decision.reverts:
+        metadata["reverts"] = decision.reverts
+    return [decision_event_op(decision).value, decision.scope, decision.agent_name, decision.agent_tier,
+            decision.workspace_id, decision.session_id, decision.origin, decision.id, decision.target_filename,
+            json.dumps(metadata), connection.ops.adapt_datetimefield_value(utc_now())]
+
+
+_INSERT_EVENT = (
+    "INSERT OR IGNORE INTO memory_events (op, scope, agent_name, agent_tier, workspace_id, session_id, actor, "
+    "decision_id, target, metadata, ts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+
+
+def record_decision_events(decisions: list[Decision]) -> None:
+    """One event per decision; the unique (decision_id, op) index makes a replayed insert a no-op."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(_INSERT_EVENT, [_event_values(decision) for decision in decisions])
+
+
+def stamp_applied(decisions: list[Decision]) -> None:
+    now = utc_now()
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany("UPDATE memory_decisions SET applied_at = %s WHERE id = %s AND applied_at IS NULL",
+                           [[stamp, decision.id] for decision in decisions])
+    for decision in decisions:
+        decision.applied_at = decision.applied_at or now
+
+
+def record_event(op: EventOp, **fields: Any) -> None:
+    """A non-decision event (recall, reindex, relocation, ...)."""
+    metadata = fields.pop("metadata", {}) or {}
+    values = {"scope": "", "agent_name": "", "agent_tier": "", "workspace_id": "", "session_id": "", "actor": "",
+              "decision_id": None, "target": ""}
+    values.update(fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _INSERT_EVENT,
+            [op.value, values["scope"], values["agent_name"], values["agent_tier"], values["workspace_id"],
+             values["session_id"], values["actor"], values["decision_id"], values["target"], json.dumps(metadata),
+             connection.ops.adapt_datetimefield_value(utc_now())],
+        )

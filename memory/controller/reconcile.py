@@ -1,0 +1,220 @@
+"""Hand edits: a file created, changed or removed on disk outside the controller becomes a decision with origin
+`file`, so the audit trail stays complete even for edits made in an editor. The prior content comes from the log.
+
+`reconcile_file` handles one file before a write touches it; `reindex_root` handles a whole root in one batch:
+one durable commit for all its hand-edit decisions, one catalog transaction, one MEMORY.md render.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import connection, transaction
+
+from memory.catalog.indexer import (
+    DiskFile,
+    Row,
+    advance_generation,
+    delete_rows,
+    entry_row,
+    stored_rows,
+    upsert_rows,
+)
+from memory.domain.document import Document, parse_document
+from memory.domain.enums import Op, Origin
+from memory.domain.errors import ValidationError
+from memory.domain.models import ScopeRef, canonical_json, format_timestamp, sha256_text, utc_now
+from memory.domain.scanner import scan
+from memory.models import Decision
+from memory.store import files
+
+from .apply import apply_decision, render_memory_index
+from .log import decision_identity, persist_decisions, record_decision_events, stamp_applied
+
+Progress = Callable[[int, int], None]
+_SIZE = 13  # index of `size` in ENTRY_COLUMNS
+_MTIME = 14
+_HASH = 12
+
+
+@dataclass(frozen=True)
+class ReconcileResult:
+    decision: Decision | None = None
+    invalid_reason: str | None = None
+
+
+@dataclass
+class RootReindex:
+    root_key: str
+    files: int = 0
+    indexed: int = 0
+    rewritten_rows: int = 0
+    removed_rows: int = 0
+    external_decisions: list[str] = field(default_factory=list)
+    invalid: list[dict[str, str]] = field(default_factory=list)
+    temp_files_removed: int = 0
+
+
+def last_known_contents(root_key: str, filenames: list[str]) -> dict[str, str | None]:
+    """Each file's content as the decision log last left it (None after a delete)."""
+    known: dict[str, str | None] = {}
+    with connection.cursor() as cursor:
+        for start in range(0, len(filenames), 500):
+            batch = filenames[start : start + 500]
+            marks = ", ".join("%s" for _ in batch)
+            cursor.execute(
+                "SELECT target_filename, op, post_content FROM memory_decisions WHERE root_key = %s "
+                f"AND applied_at IS NOT NULL AND op IN ('add', 'update', 'delete') AND target_filename IN ({marks}) "
+                "ORDER BY decided_at, id",
+                [root_key, *batch],
+            )
+            for filename, op, post in cursor.fetchall():
+                known[filename] = None if op == Op.DELETE else post
+    return known
+
+
+def external_decision(ref: ScopeRef, filename: str, text: str | None, document: Document | None,
+                      prior: str | None, *, had_row: bool, now=None) -> Decision:
+    now = now or utc_now()
+    op = Op.DELETE if text is None else Op.UPDATE if had_row or prior is not None else Op.ADD
+    post = text or ""
+    post_hash = sha256_text(post) if post else ""
+    candidate_hash = sha256_text(canonical_json(["external", ref.root_key, filename, post_hash, format_timestamp(now)]))
+    frontmatter = document.frontmatter.yaml_dict() if document is not None else None
+    key, decision_id = decision_identity(candidate_hash, op, [filename], filename, post_hash, frontmatter, None)
+    notes = ""
+    if document is not None:
+        result = scan(document.frontmatter.name, document.frontmatter.description, document.body)
+        if not result.clean:
+            notes = "; scanner flagged " + ",".join(result.rejected_rules)
+    return Decision(
+        id=decision_id, candidate_hash=candidate_hash, idempotency_key=key,
+        workspace_id=ref.workspace_id, scope=ref.scope.value, agent_name=ref.agent_name,
+        agent_tier=ref.agent_tier.value if ref.agent_tier else "", root_key=ref.root_key,
+        origin=Origin.FILE.value, op=op.value, targets=[filename], target_filename=filename,
+        frontmatter=frontmatter, post_content=post, post_content_hash=post_hash,
+        prior_content=prior, prior_content_hash=sha256_text(prior) if prior is not None else "",
+        confidence=1.0, source="rule",
+        rule_trace=[{"name": "external_change", "passed": True,
+                     "reason": f"the file changed on disk outside the controller{notes}", "target": filename}],
+        llm_trace=None, reason=f"hand edit observed: {op.value}", decided_at=now,
+    )
+
+
+def check_file(root: Path, filename: str) -> str | None:
+    """Why the file on disk is not a valid memory document, or None when it is valid or absent."""
+    raw = files.read_bytes(root, filename)
+    if raw is None:
+        return None
+    try:
+        parse_document(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "encoding"
+    except ValidationError as exc:
+        return str(exc.details.get("reason", "invalid"))
+    return None
+
+
+def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
+    """Record a hand edit of one file, if there is one. Called under the write lock."""
+    path = files.safe_path(root, filename)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT content_hash, size, mtime_ns FROM memory_catalog_entries "
+                       "WHERE root_key = %s AND filename = %s", [ref.root_key, filename])
+        entry = cursor.fetchone()
+    try:
+        stat = os.stat(path)
+    except FileNotFoundError:
+        stat = None
+    if stat is None and entry is None:
+        return ReconcileResult()
+    if stat is not None and entry is not None and (stat.st_size, stat.st_mtime_ns) == (entry[1], entry[2]):
+        return ReconcileResult()
+    text: str | None = None
+    document: Document | None = None
+    if stat is not None:
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            return ReconcileResult(invalid_reason="encoding")
+        if entry is not None and sha256_text(text) == entry[0]:
+            return ReconcileResult()
+        try:
+            document = parse_document(text)
+        except ValidationError as exc:
+            # A broken hand edit is reported by health, never overwritten or deleted.
+            return ReconcileResult(invalid_reason=str(exc.details.get("reason", "invalid")))
+    prior = last_known_contents(ref.root_key, [filename]).get(filename)
+    decision = external_decision(ref, filename, text, document, prior, had_row=entry is not None)
+    persist_decisions([decision])
+    apply_decision(decision, root=root, document=document)
+    return ReconcileResult(decision=decision)
+
+
+def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, rebuild: bool = False,
+                 progress: Progress | None = None, done_before: int = 0, total: int = 0) -> RootReindex:
+    """Re-derive every row of a root from its files; write only the rows that differ (all of them with
+    `rebuild`). Must be called under the write lock."""
+    report = RootReindex(ref.root_key)
+    report.temp_files_removed = files.remove_stale_temp_files(root)
+    names = files.list_document_names(root, include_system=include_system)
+    report.files = len(names)
+    stored = stored_rows(ref.root_key, include_system=include_system)
+    rows: list[Row] = []
+    edits: list[tuple[str, str | None, Document | None, bool]] = []
+    stale: list[str] = []
+    for position, filename in enumerate(names, start=1):
+        if progress is not None and (position % 500 == 0 or position == len(names)):
+            progress(done_before + position, total)
+        try:
+            path = files.safe_path(root, filename)
+            data = path.read_bytes()
+            stat = os.stat(path)
+            text = data.decode("utf-8")
+            document = parse_document(text)
+        except ValidationError as exc:
+            report.invalid.append({"filename": filename, "reason": str(exc.details.get("reason", "invalid"))})
+            stale.append(filename)
+            continue
+        except UnicodeDecodeError:
+            report.invalid.append({"filename": filename, "reason": "encoding"})
+            stale.append(filename)
+            continue
+        except FileNotFoundError:
+            continue
+        digest = sha256_text(text)
+        row = entry_row(ref, DiskFile(filename, text, digest, len(data), stat.st_mtime_ns), document)
+        report.indexed += 1
+        existing = stored.get(filename)
+        if existing is None or existing[0][_HASH] != digest:
+            edits.append((filename, text, document, existing is not None))
+        if rebuild or existing is None or existing != (row.values, row.body):
+            rows.append(row)
+    on_disk = set(names)
+    vanished = sorted(name for name in stored if name not in on_disk)
+    edits.extend((name, None, None, True) for name in vanished)
+
+    decisions: list[Decision] = []
+    if edits:
+        priors = last_known_contents(ref.root_key, [edit[0] for edit in edits])
+        now = utc_now()
+        decisions = [external_decision(ref, name, text, document, priors.get(name), had_row=had_row, now=now)
+                     for name, text, document, had_row in edits]
+        persist_decisions(decisions)
+    with transaction.atomic():
+        if rebuild:
+            report.removed_rows = delete_rows(ref.root_key, list(stored))
+        else:
+            report.removed_rows = delete_rows(ref.root_key, vanished + [n for n in stale if n in stored])
+        upsert_rows(rows)
+        advance_generation()
+    report.rewritten_rows = len(rows)
+    render_memory_index(ref.root_key, root)
+    if decisions:
+        record_decision_events(decisions)
+        stamp_applied(decisions)
+        report.external_decisions = [decision.id for decision in decisions]
+    return report
