@@ -151,6 +151,30 @@ def content(words: Words, *, lines: int = 3, per_line: int = 8) -> Content:
     return Content(name=name, description=description, body=body)
 
 
+class ProseWords:
+    """Words with a natural (Zipf) frequency over a fixed synthetic vocabulary: memories share common words the
+    way prose does. Used where the controller's overlap rules do not apply (reindex), because random unique words
+    are the worst case for the trigram index and no user writes like that."""
+
+    def __init__(self, seed: int, vocabulary: int = 5000) -> None:
+        self._rng = random.Random(seed)
+        self._vocabulary = ["".join(self._rng.choices(string.ascii_lowercase, k=self._rng.randint(3, 10)))
+                            for _ in range(vocabulary)]
+        self._weights = [1 / (rank + 1) for rank in range(vocabulary)]
+        self._names = Words(seed + 1)
+
+    def words(self, count: int) -> list[str]:
+        return self._rng.choices(self._vocabulary, self._weights, k=count)
+
+
+def prose_content(words: ProseWords, *, lines: int = 3, per_line: int = 8) -> Content:
+    # The name stays unique (it becomes the filename); the rest reads like text with shared common words.
+    name = " ".join(words._names.words(3))
+    description = " ".join(words.words(6)).capitalize() + "."
+    body = "\n".join(" ".join(words.words(per_line)).capitalize() + "." for _ in range(lines))
+    return Content(name=name, description=description, body=body)
+
+
 def slug_of(name: str) -> str:
     return name.replace(" ", "_")
 

@@ -26,7 +26,8 @@ ALLOWED_WRITERS = {
 # Only these may call the store's mutating helpers.
 HELPER_CALLERS = {"memory/controller/core.py", "memory/controller/apply.py", "memory/controller/reconcile.py",
                   "memory/controller/replay.py"}
-MUTATING_HELPERS = {"atomic_write", "remove_file", "remove_stale_temp_files", "make_scope_dirs"}
+
+MUTATING_HELPERS = {"atomic_write", "append_durably", "remove_file", "remove_stale_temp_files", "make_scope_dirs"}
 
 WRITE_ATTRS = {"write_text", "write_bytes", "unlink", "rename", "replace", "rmdir", "mkdir", "touch", "chmod",
                "symlink_to", "hardlink_to"}

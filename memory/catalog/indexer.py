@@ -112,9 +112,11 @@ _INSERT_ENTRY = (
 )
 
 
-def upsert_rows(rows: Sequence[Row]) -> None:
+def upsert_rows(rows: Sequence[Row]) -> list[tuple[str, str] | None]:
     """Insert or replace rows. A chunk is rewritten (and so re-indexed by the FTS triggers) only when its text
-    changed. The caller owns the transaction."""
+    changed. Returns, per row, the (name, description) it replaced, or None for a new row. The caller owns the
+    transaction."""
+    previous: list[tuple[str, str] | None] = []
     with connection.cursor() as cursor:
         for row in rows:
             root_key, filename = row.values[0], row.values[_FILENAME]
@@ -124,6 +126,7 @@ def upsert_rows(rows: Sequence[Row]) -> None:
                 [root_key, filename],
             )
             existing = cursor.fetchone()
+            previous.append(None if existing is None or existing[1] is None else (existing[2], existing[3]))
             cursor.execute(_INSERT_ENTRY, list(row.values))
             entry_id = cursor.fetchone()[0]
             text = (row.values[_NAME], row.values[_DESCRIPTION], row.body)
@@ -137,6 +140,7 @@ def upsert_rows(rows: Sequence[Row]) -> None:
                     "UPDATE memory_chunks SET name = %s, description = %s, body = %s WHERE id = %s",
                     [*text, existing[1]],
                 )
+    return previous
 
 
 def delete_rows(root_key: str, filenames: Iterable[str]) -> int:
@@ -196,11 +200,11 @@ def current_generation() -> int:
 
 
 def index_entries(root_key: str) -> list[tuple[str, str, str]]:
-    """(filename, name, description) of a root's curated entries, sorted by filename: MEMORY.md's content."""
+    """(filename, name, description) of a root's curated entries, oldest first: MEMORY.md's content."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT filename, name, description FROM memory_catalog_entries "
-            "WHERE root_key = %s AND is_system = 0 ORDER BY filename",
+            "WHERE root_key = %s AND is_system = 0 ORDER BY created_at, filename",
             [root_key],
         )
         return cursor.fetchall()

@@ -20,8 +20,10 @@ class RootCatalogView:
 
     def _targets(self, condition: str, params: list[object]) -> list[Target]:
         with connection.cursor() as cursor:
-            cursor.execute(_TARGETS + condition + " ORDER BY e.filename", [self.root_key, *params])
-            return [Target(*row) for row in cursor.fetchall()]
+            # Sorted here, not by ORDER BY: that would tempt SQLite into walking the (root_key, filename) index
+            # over the whole root instead of using the narrow index of the condition.
+            cursor.execute(_TARGETS + condition, [self.root_key, *params])
+            return sorted((Target(*row) for row in cursor.fetchall()), key=lambda target: target.filename)
 
     def by_filename(self, filename: str) -> Target | None:
         found = self._targets("e.filename = %s", [filename])

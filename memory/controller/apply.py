@@ -18,11 +18,11 @@ from memory.catalog.indexer import (
 )
 from memory.domain.document import Document, parse_document
 from memory.domain.enums import MUTATING_OPS, Op
-from memory.domain.models import ScopeRef, sha256_text
+from memory.domain.models import sha256_text
 from memory.domain.names import INDEX_FILENAME, is_system_path
 from memory.models import Decision
 from memory.store import files
-from memory.store.index_md import index_line, render_index, splice_index
+from memory.store.index_md import HEADER, index_line, render_index, splice_index
 
 from . import faults
 from .log import record_decision_events, stamp_applied
@@ -38,9 +38,11 @@ def _file_matches(path: Path, text: str, digest: str) -> bool:
         return False
 
 
-def apply_decision(decision: Decision, *, root: Path, document: Document | None = None) -> None:
+def apply_decision(decision: Decision, *, root: Path, document: Document | None = None,
+                   replaying: bool = False) -> None:
     ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
     filename = decision.target_filename
+    curated = not is_system_path(filename)
     if decision.op in (Op.ADD, Op.UPDATE):
         path = files.safe_path(root, filename)
         if not _file_matches(path, decision.post_content, decision.post_content_hash):
@@ -51,26 +53,45 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
         disk = DiskFile(filename, decision.post_content, decision.post_content_hash, stat.st_size, stat.st_mtime_ns)
         row = entry_row(ref, disk, document or parse_document(decision.post_content))
         with transaction.atomic():
-            upsert_rows([row])
-            advance_generation()
-        if not is_system_path(filename):
-            update_memory_index(ref.root_key, root, filename, index_line(filename, row.name, row.description))
+            previous = upsert_rows([row])[0]
+        if curated:
+            line = index_line(filename, row.name, row.description)
+            if previous is None and not replaying:
+                append_index_line(ref.root_key, root, line)
+            elif replaying or previous != (row.name, row.description):
+                update_index_line(ref.root_key, root, filename, line)
     elif decision.op == Op.DELETE:
         files.remove_file(files.safe_path(root, filename), step=faults.hit)
         with transaction.atomic():
             delete_rows(ref.root_key, [filename])
-            advance_generation()
-        if not is_system_path(filename):
-            update_memory_index(ref.root_key, root, filename, None)
+        if curated:
+            update_index_line(ref.root_key, root, filename, None)
     faults.hit("after_reindex")
-    record_decision_events([decision])
-    faults.hit("before_applied")
-    stamp_applied([decision])
+    # The event and applied_at commit together; the generation advances with them, after MEMORY.md is written,
+    # so a snapshot taken at the new generation always sees the new index.
+    with transaction.atomic():
+        record_decision_events([decision])
+        if decision.op in MUTATING_OPS:
+            advance_generation()
+        faults.hit("before_applied")
+        stamp_applied([decision])
 
 
-def update_memory_index(root_key: str, root: Path, filename: str, line: str | None) -> None:
-    """Splice one file's line into MEMORY.md; render it whole from the catalog when it is missing or not in the
-    rendered form."""
+def append_index_line(root_key: str, root: Path, line: str) -> None:
+    """A new memory's line goes at the end of MEMORY.md: constant cost however large the root is."""
+    path = root / INDEX_FILENAME
+    tail = files.read_tail(path, len(HEADER.encode()) + 1)
+    if tail is None or not tail.endswith(b"\n"):
+        render_memory_index(root_key, root)  # missing, or a torn append: render it whole
+        return
+    is_bare_header = tail == HEADER.encode() and path.stat().st_size == len(HEADER.encode())
+    # The bare header has no blank line after it yet; see render_index.
+    files.append_durably(path, ("\n" if is_bare_header else "") + line + "\n")
+
+
+def update_index_line(root_key: str, root: Path, filename: str, line: str | None) -> None:
+    """Change, remove (line None) or make sure of one file's line; render the index whole when it is missing or
+    not in the rendered form."""
     path = root / INDEX_FILENAME
     try:
         current = path.read_text("utf-8")
@@ -78,8 +99,8 @@ def update_memory_index(root_key: str, root: Path, filename: str, line: str | No
         current = None
     text = splice_index(current, filename, line) if current is not None else None
     if text is None:
-        text = render_index(index_entries(root_key))
-    if text != current:
+        render_memory_index(root_key, root)
+    elif text != current:
         files.atomic_write(path, text)
 
 
@@ -94,6 +115,3 @@ def render_memory_index(root_key: str, root: Path) -> None:
         pass
     if root.is_dir() or text != render_index([]):
         files.atomic_write(path, text)
-
-
-__all__ = ["apply_decision", "update_memory_index", "render_memory_index", "MUTATING_OPS", "ScopeRef"]

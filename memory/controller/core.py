@@ -24,7 +24,7 @@ from memory.store import files
 
 from .apply import apply_decision
 from .lock import write_lock
-from .log import decision_identity, last_decision_id, persist_decision
+from .log import decision_exists, decision_identity, last_decision_id, persist_decision, unapplied_exist
 from .reconcile import check_file, reconcile_file
 from .roots import ref_from_row, resolve_root
 from .rules import RuleSettings, Verdict, decide
@@ -71,19 +71,22 @@ def exclusive(config: Config) -> Iterator[None]:
 def replay_unapplied() -> list[str]:
     """Apply unapplied decisions in decided_at, id order. The caller holds the write lock."""
     replayed: list[str] = []
-    pending = Decision.objects.filter(applied_at__isnull=True)
-    if not pending.exists():
+    if not unapplied_exist():
         return replayed
     cleaned: set[str] = set()
-    for decision in pending.order_by("decided_at", "id").iterator():
+    roots: dict[str, Path | None] = {}
+    pending = Decision.objects.filter(applied_at__isnull=True).order_by("decided_at", "id")
+    for decision in pending.iterator():
         ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
-        root = resolve_root(ref)
+        if ref.root_key not in roots:
+            roots[ref.root_key] = resolve_root(ref)
+        root = roots[ref.root_key]
         if root is None:
             continue  # its workspace is not on this machine (yet); health keeps reporting it
         if ref.root_key not in cleaned:
             files.remove_stale_temp_files(root)
             cleaned.add(ref.root_key)
-        apply_decision(decision, root=root)
+        apply_decision(decision, root=root, replaying=True)
         replayed.append(decision.id)
     return replayed
 
@@ -107,8 +110,8 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
         decision = build_decision(candidate, verdict, root=root)
         if dry_run:
             return _finish(Outcome(decision, applied=False, dry_run=True))
-        stored = Decision.objects.filter(idempotency_key=decision.idempotency_key).first()
-        if stored is not None:
+        if decision_exists(decision.idempotency_key):
+            stored = Decision.objects.get(idempotency_key=decision.idempotency_key)
             return _finish(Outcome(stored, applied=False, dry_run=False))
         persist_decision(decision)
         document = Document(Frontmatter.model_validate(decision.frontmatter), candidate.body) \

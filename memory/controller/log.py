@@ -36,6 +36,18 @@ def last_decision_id(root_key: str, filename: str) -> str | None:
     return row[0] if row else None
 
 
+def decision_exists(idempotency_key: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM memory_decisions WHERE idempotency_key = %s", [idempotency_key])
+        return cursor.fetchone() is not None
+
+
+def unapplied_exist() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM memory_decisions WHERE applied_at IS NULL LIMIT 1")
+        return cursor.fetchone() is not None
+
+
 def persist_decision(decision: Decision) -> None:
     """Commit the decision row durably (synchronous=FULL) before any file is touched."""
     persist_decisions([decision])

@@ -5,21 +5,16 @@ the lock before each decision (`core.exclusive`), so a long-running process neve
 
 from __future__ import annotations
 
-from memory.models import Decision
-
 from .core import replay_unapplied
 from .lock import write_lock
+from .log import unapplied_exist
 
 DEFAULT_LOCK_TIMEOUT_MS = 60_000
 
 
-def pending_decisions_exist() -> bool:
-    return Decision.objects.filter(applied_at__isnull=True).exists()
-
-
 def replay_pending(*, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> list[str]:
     """The ids of the decisions replayed."""
-    if not pending_decisions_exist():
+    if not unapplied_exist():
         return []
     with write_lock(lock_timeout_ms):
         return replay_unapplied()

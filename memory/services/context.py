@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
-from compozy.config import Config, get_config
+from compozy.config import Config, compozy_home, get_config
 from memory.controller.log import record_event
 from memory.domain.enums import AgentTier, EventOp, MemoryType, Origin, Scope
 from memory.domain.errors import ScopeInvalid, ValidationError, WorkspaceRequired
@@ -132,11 +132,18 @@ def resolve_workspace(spec: str | None, caller: Caller, *, create: bool) -> Work
     return identity
 
 
+_registered: set[tuple[str, str, str]] = set()
+
+
 def register_workspace(identity: WorkspaceIdentity) -> None:
     """Remember where a workspace lives now. A move keeps its memory (the ULID is the key) and is recorded."""
     here = str(identity.directory.resolve())
+    seen = (str(compozy_home()), identity.id, here)
+    if seen in _registered:
+        return  # this process already recorded the workspace at this path
     known = Workspace.objects.filter(id=identity.id).values_list("path", flat=True).first()
     if known == here:
+        _registered.add(seen)
         return
     now = utc_now()
     Workspace.objects.update_or_create(

@@ -60,6 +60,28 @@ def atomic_write(path: Path, text: str, *, step: Step = _noop_step) -> None:
     step("after_rename")
 
 
+def append_durably(path: Path, text: str) -> None:
+    """Append to an existing file and fsync it. Used for MEMORY.md's one-line additions; a torn append (a crash
+    mid-write) leaves a last line without its newline, which the next update detects and repairs by re-rendering."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, text.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_tail(path: Path, size: int) -> bytes | None:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            length = handle.tell()
+            handle.seek(max(0, length - size))
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
 def remove_file(path: Path, *, step: Step = _noop_step) -> None:
     try:
         os.unlink(path)

@@ -1,8 +1,11 @@
-"""MEMORY.md: the prompt-safe table of contents of one memory root, one line per document, sorted by filename."""
+"""MEMORY.md: the prompt-safe table of contents of one memory root, one line per document, oldest first.
+
+Lines are kept in the order memories were added, so adding a memory appends one line: a write's cost does not
+grow with the size of its root. Changing or removing a line rewrites the file.
+"""
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterable
 
 HEADER = "# Memory Index\n"
@@ -14,7 +17,7 @@ def index_line(filename: str, name: str, description: str) -> str:
 
 
 def render_index(entries: Iterable[tuple[str, str, str]]) -> str:
-    """entries: (filename, name, description), already sorted by filename."""
+    """entries: (filename, name, description) in the order they were added."""
     return _join([index_line(*entry) for entry in entries])
 
 
@@ -22,49 +25,47 @@ def _join(lines: list[str]) -> str:
     return HEADER + ("\n" + "\n".join(lines) + "\n" if lines else "")
 
 
-def _filename_of(line: str) -> str:
+def _lines(text: str) -> list[str] | None:
+    if text == HEADER:
+        return []
+    if text.startswith(HEADER + "\n") and text.endswith("\n"):
+        lines = text[len(HEADER) + 1 : -1].split("\n")
+        if all(_filename_of(line) for line in lines):
+            return lines
+    return None
+
+
+def _filename_of(line: str) -> str | None:
     start = line.find("](")
     end = line.find(")", start + 2)
     if not line.startswith("- [") or start < 0 or end < 0:
-        raise ValueError("not an index line")
+        return None
     return line[start + 2 : end]
 
 
 def splice_index(text: str, filename: str, line: str | None) -> str | None:
-    """Replace, insert (line given) or remove (line None) the entry for one file in a rendered index.
-
-    A write changes one line, so this keeps the cost of a write from growing with the size of the root. Returns
-    None when the text is not in the rendered form (hand-edited, say): the caller then renders it whole.
-    """
-    if text == HEADER:
-        lines: list[str] = []
-    elif text.startswith(HEADER + "\n") and text.endswith("\n"):
-        lines = text[len(HEADER) + 1 : -1].split("\n")
-    else:
+    """Replace or remove (line None) one file's entry, or append it when absent. None when the text is not in the
+    rendered form (hand-edited, say): the caller then renders the index whole."""
+    lines = _lines(text)
+    if lines is None:
         return None
-    try:
-        position = bisect.bisect_left(lines, filename, key=_filename_of)
-        present = position < len(lines) and _filename_of(lines[position]) == filename
-    except ValueError:
+    positions = [index for index, existing in enumerate(lines) if _filename_of(existing) == filename]
+    if len(positions) > 1:
         return None
     if line is None:
-        if not present:
+        if not positions:
             return text
-        del lines[position]
-    elif present:
-        lines[position] = line
+        del lines[positions[0]]
+    elif positions:
+        if lines[positions[0]] == line:
+            return text
+        lines[positions[0]] = line
     else:
-        lines.insert(position, line)
+        lines.append(line)
     return _join(lines)
 
 
 def listed_filenames(text: str) -> list[str] | None:
     """The filenames an index lists, or None when it is not in the rendered form."""
-    if text == HEADER:
-        return []
-    if not (text.startswith(HEADER + "\n") and text.endswith("\n")):
-        return None
-    try:
-        return [_filename_of(line) for line in text[len(HEADER) + 1 : -1].split("\n")]
-    except ValueError:
-        return None
+    lines = _lines(text)
+    return None if lines is None else [_filename_of(line) or "" for line in lines]

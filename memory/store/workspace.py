@@ -33,9 +33,26 @@ class WorkspaceIdentity:
     realpath_at_creation: str
 
 
+_identities: dict[tuple[str, int, int], WorkspaceIdentity] = {}
+
+
 def read_identity(directory: Path) -> WorkspaceIdentity:
     """Read a workspace.toml. An invalid file is an error, never a silent new identity."""
     path = directory / WORKSPACE_FILE
+    try:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        key = None
+    if key is not None and key in _identities:
+        return _identities[key]
+    identity = _read_identity(directory, path)
+    if key is not None:
+        _identities[key] = identity
+    return identity
+
+
+def _read_identity(directory: Path, path: Path) -> WorkspaceIdentity:
     details = {"file": str(path), "reason": "workspace_toml"}
     try:
         data = tomllib.loads(path.read_bytes().decode("utf-8"))

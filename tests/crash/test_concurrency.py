@@ -122,7 +122,10 @@ def assert_root_consistent(home: Path, root: Path, root_key: str, expected: set[
     index = parse_index(root)
     assert len(index) == len(expected), "MEMORY.md lists a file twice or misses one"
     assert {entry["filename"] for entry in index} == on_disk
-    assert [entry["filename"] for entry in index] == sorted(on_disk)
+    # Lines are kept in the order the memories were added, which is the order their decisions were made.
+    added = [row[0] for row in query(home, "SELECT target_filename FROM memory_decisions WHERE root_key = ? "
+                                           "AND op = 'add' ORDER BY decided_at, id", (root_key,))]
+    assert [entry["filename"] for entry in index] == added
     by_file = {filename: (name, description) for filename, name, description in catalog}
     for entry in index:
         assert (entry["name"], entry["description"]) == by_file[entry["filename"]]

@@ -235,13 +235,15 @@ def assert_clean_and_applied(run: Run) -> None:
 
 
 FILE_OF = {"add": ADDED_FILE, "update": BASE_FILE, "delete": BASE_FILE, "reject": REJECTED_FILE}
-# step -> (file mutated, catalog updated, event appended)
+# step -> (file mutated, catalog updated, event committed). The event and applied_at commit in one transaction,
+# so a kill just before applied_at (after the event row was inserted) rolls the event back with it: no decision
+# ever has an event while it is still unapplied.
 PROGRESS = {
     "after_decision_commit": (False, False, False),
     "after_temp_write": (False, False, False),
     "after_rename": (True, False, False),
     "after_reindex": (True, True, False),
-    "before_applied": (True, True, True),
+    "before_applied": (True, True, False),
 }
 
 
