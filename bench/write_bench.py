@@ -16,11 +16,13 @@ when other processes write.
 The floor does the same durable work with nothing of the product around it, per write:
   1. one decisions-like row inserted and committed on a WAL connection with synchronous=FULL
   2. one temp file written, fsync'd, os.replace'd over its target, then the directory fsync'd
-  3. one plain catalog-like row plus one FTS5 (unicode61) row inserted and committed
-  4. one small event row inserted and committed
+  3. one plain catalog-like row plus its rows in two FTS5 tables (unicode61 and trigram, as the catalog has)
+     inserted and committed
+  4. one line appended to an index file and fsync'd (the product's MEMORY.md append)
+  5. one small event row inserted and the decision's applied_at updated, committed together
 It runs on the same filesystem, with its tables and directory prefilled to the same N. A second, informational
-floor (`floor_plus_index_file`) also rewrites an N-line MEMORY.md-like file atomically per write, which the product
-does too (the re-render of the root's index) and the first floor leaves out.
+floor (`floor_plus_index_file`) rewrites the whole N-line index file atomically instead of appending, which is
+what a sorted MEMORY.md would cost.
 
 Prefill writes N files straight to disk and runs `catalog_reindex`, which records each new file as a hand-edit
 decision and indexes it through the real catalog. Prefill is not timed.
@@ -300,6 +302,7 @@ CREATE TABLE IF NOT EXISTS entries (
     id INTEGER PRIMARY KEY, root_key TEXT, filename TEXT, name TEXT, description TEXT, content_hash TEXT,
     UNIQUE(root_key, filename));
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(name, description, body, tokenize="unicode61 remove_diacritics 2");
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_trigram USING fts5(name, description, body, tokenize="trigram");
 CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, op TEXT, decision_id TEXT, target TEXT, ts TEXT);
 """
 
@@ -327,13 +330,14 @@ def _atomic_write(directory: Path, filename: str, data: bytes) -> None:
 class Floor:
     """The bare loop, prefilled to the same N: files in its directory and rows in every table.
 
-    With index_file, each write also rewrites an index file of one line per memory (kept in memory, never read
-    back from the database), atomically: the product's MEMORY.md re-render with nothing around it.
+    Each write appends one line to an index file and fsyncs it (the product's MEMORY.md append). With index_file,
+    it instead rewrites the whole index atomically: what a sorted, re-rendered MEMORY.md would cost.
     """
 
     def __init__(self, directory: Path, size: int, words: common.Words, *, index_file: bool) -> None:
         self.words = words
-        self.index_lines: list[str] | None = [] if index_file else None
+        self.rewrite_index = index_file
+        self.index_lines: list[str] = []
         self.files_dir = directory / "memory"
         self.files_dir.mkdir(parents=True)
         db_path = directory / "floor.db"
@@ -353,12 +357,14 @@ class Floor:
                 ("workspace:floor", filename, name, description, ""))
             self.normal.execute("INSERT INTO fts(rowid, name, description, body) VALUES (?,?,?,?)",
                                 (cursor.lastrowid, name, description, body))
+            self.normal.execute("INSERT INTO fts_trigram(rowid, name, description, body) VALUES (?,?,?,?)",
+                                (cursor.lastrowid, name, description, body))
             self.normal.execute("INSERT INTO decisions(id, idempotency_key, op, target_filename, post_content, "
                                 "decided_at) VALUES (?,?,?,?,?,?)",
                                 (f"pre{index}", f"pre{index}", "add", filename, body, ""))
-            if self.index_lines is not None:
-                self.index_lines.append(f"- [{name}]({filename}) — {description}")
+            self.index_lines.append(f"- [{name}]({filename}) — {description}")
         self.normal.execute("COMMIT")
+        (self.files_dir / "MEMORY.md").write_text("# Memory Index\n\n" + "\n".join(self.index_lines) + "\n")
 
     def _item(self) -> tuple[str, str, str, str]:
         item = common.content(self.words)
@@ -395,15 +401,27 @@ class Floor:
         )
         self.normal.execute("INSERT INTO fts(rowid, name, description, body) VALUES (?,?,?,?)",
                             (cursor.lastrowid, name, description, body))
+        self.normal.execute("INSERT INTO fts_trigram(rowid, name, description, body) VALUES (?,?,?,?)",
+                            (cursor.lastrowid, name, description, body))
         self.normal.execute("COMMIT")
-        if self.index_lines is not None:
-            self.index_lines.append(f"- [{name}]({filename}) — {description}")
+        # 4. The index file: one appended line, or (informational variant) the whole file rewritten.
+        line = f"- [{name}]({filename}) — {description}"
+        self.index_lines.append(line)
+        if self.rewrite_index:
             text = "# Memory Index\n\n" + "\n".join(self.index_lines) + "\n"
             _atomic_write(self.files_dir, "MEMORY.md", text.encode("utf-8"))
-        # 4. The event row.
+        else:
+            fd = os.open(self.files_dir / "MEMORY.md", os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, (line + "\n").encode("utf-8"))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        # 5. The event row and applied_at, one transaction.
         self.normal.execute("BEGIN IMMEDIATE")
         self.normal.execute("INSERT INTO events(op, decision_id, target, ts) VALUES (?,?,?,?)",
                             ("write.add", f"dec{index}", filename, "2024-01-01T00:00:00Z"))
+        self.normal.execute("UPDATE decisions SET applied_at = ? WHERE id = ?", ("2024-01-01T00:00:01Z", f"dec{index}"))
         self.normal.execute("COMMIT")
         return time.perf_counter() - started
 

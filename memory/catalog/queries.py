@@ -14,6 +14,11 @@ _TARGETS = (
 )
 
 
+# Enough words to find any memory sharing two of them with a typical candidate, few enough to keep the OR query
+# cheap for a long one.
+MAX_OVERLAP_TERMS = 32
+
+
 class RootCatalogView:
     def __init__(self, root_key: str) -> None:
         self.root_key = root_key
@@ -38,6 +43,6 @@ class RootCatalogView:
     def overlapping(self, memory_type: str, words: list[str], limit: int) -> list[Target]:
         with connection.cursor() as cursor:
             rows = fts.overlap_candidates(
-                cursor, root_key=self.root_key, memory_type=memory_type, terms=words[:64], limit=limit
+                cursor, root_key=self.root_key, memory_type=memory_type, terms=words[:MAX_OVERLAP_TERMS], limit=limit
             )
         return [Target(filename, name, description, body) for _id, filename, name, description, body in rows]

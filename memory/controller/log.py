@@ -48,6 +48,32 @@ def unapplied_exist() -> bool:
         return cursor.fetchone() is not None
 
 
+_DECISION_COLUMNS = (
+    "id", "candidate_hash", "idempotency_key", "workspace_id", "scope", "agent_name", "agent_tier", "root_key",
+    "origin", "op", "targets", "target_filename", "frontmatter", "post_content", "post_content_hash",
+    "prior_content", "prior_content_hash", "confidence", "source", "rule_trace", "llm_trace", "reason",
+    "session_id", "reverts", "decided_at", "applied_at",
+)
+_JSON_COLUMNS = {"targets", "frontmatter", "rule_trace", "llm_trace"}
+_INSERT_DECISION = (
+    f"INSERT INTO memory_decisions ({', '.join(_DECISION_COLUMNS)}) "
+    f"VALUES ({', '.join('%s' for _ in _DECISION_COLUMNS)})"
+)
+
+
+def _decision_values(decision: Decision) -> list[Any]:
+    adapt = connection.ops.adapt_datetimefield_value
+    values: list[Any] = []
+    for column in _DECISION_COLUMNS:
+        value = getattr(decision, column)
+        if column in _JSON_COLUMNS:
+            value = None if value is None and column in ("frontmatter", "llm_trace") else json.dumps(value)
+        elif column in ("decided_at", "applied_at"):
+            value = adapt(value) if value is not None else None
+        values.append(value)
+    return values
+
+
 def persist_decision(decision: Decision) -> None:
     """Commit the decision row durably (synchronous=FULL) before any file is touched."""
     persist_decisions([decision])
@@ -60,11 +86,8 @@ def persist_decisions(decisions: list[Decision]) -> None:
         with connection.cursor() as cursor:
             cursor.execute("PRAGMA synchronous=FULL")
     try:
-        with transaction.atomic():
-            if len(decisions) == 1:
-                decisions[0].save(force_insert=True)
-            else:
-                Decision.objects.bulk_create(decisions, batch_size=500)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.executemany(_INSERT_DECISION, [_decision_values(decision) for decision in decisions])
     finally:
         if durable:
             with connection.cursor() as cursor:

@@ -146,7 +146,8 @@ def decide(candidate: Candidate, view: CatalogView, settings: RuleSettings) -> V
 
     # 7. Lexical overlap: at least 2 shared words of 3+ characters.
     words = overlap_words(" ".join([front.name, front.description, candidate.body]))
-    pool = view.overlapping(front.type.value, sorted(words), OVERLAP_POOL)
+    # Longer words first: they are the distinctive ones when a long candidate is cut to the query limit.
+    pool = view.overlapping(front.type.value, sorted(words, key=lambda w: (-len(w), w)), OVERLAP_POOL)
     overlapping = []
     for target in pool:
         shared = len(words & overlap_words(" ".join([target.name, target.description, target.body])))

@@ -90,8 +90,11 @@ def resolve(selector: Selector, caller: Caller, *, create_workspace: bool = Fals
     return Resolved(workspace, config)
 
 
+def _auto_create() -> bool:
+    return get_config(None).memory.workspace.auto_create
+
+
 def resolve_workspace(spec: str | None, caller: Caller, *, create: bool) -> WorkspaceIdentity | None:
-    auto_create = get_config(None).memory.workspace.auto_create
     identity: WorkspaceIdentity | None = None
     if spec:
         if is_ulid(spec):
@@ -119,13 +122,13 @@ def resolve_workspace(spec: str | None, caller: Caller, *, create: bool) -> Work
             found = find_workspace_dir(path)
             if found is not None:
                 identity = read_identity(found)
-            elif create and auto_create:
+            elif create and _auto_create():
                 identity = create_identity(path)
     elif caller.cwd is not None:
         found = find_workspace_dir(caller.cwd)
         if found is not None:
             identity = read_identity(found)
-        elif create and auto_create:
+        elif create and _auto_create():
             identity = create_identity(default_workspace_dir(caller.cwd))
     if identity is not None:
         register_workspace(identity)
