@@ -19,6 +19,10 @@ from memory.domain.models import ScopeRef, sha256_text
 from memory.domain.names import entity_key, is_system_path, parse_filename
 
 GENERATION_KEY = "generation"
+# Bump when entry_row derives rows differently: the next reindex then re-derives every row instead of trusting
+# rows whose file bytes are unchanged.
+CATALOG_DERIVATION = 1
+DERIVATION_KEY = "catalog_derivation"
 
 ENTRY_COLUMNS = (
     "root_key", "scope", "workspace_id", "agent_name", "agent_tier", "filename", "type", "slug", "entity_key",
@@ -143,6 +147,28 @@ def upsert_rows(rows: Sequence[Row]) -> list[tuple[str, str] | None]:
     return previous
 
 
+_INSERT_NEW_ENTRY = (
+    f"INSERT INTO memory_catalog_entries ({', '.join(ENTRY_COLUMNS)}) "
+    f"VALUES ({', '.join('%s' for _ in ENTRY_COLUMNS)})"
+)
+_INSERT_NEW_CHUNK = (
+    "INSERT INTO memory_chunks (entry_id, ordinal, name, description, body) "
+    "SELECT id, 0, %s, %s, %s FROM memory_catalog_entries WHERE root_key = %s AND filename = %s"
+)
+
+
+def insert_new_rows(rows: Sequence[Row]) -> None:
+    """Insert rows known to be absent (a reindex's new files, a rebuild): two batched statements per batch."""
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), 1000):
+            batch = rows[start : start + 1000]
+            cursor.executemany(_INSERT_NEW_ENTRY, [list(row.values) for row in batch])
+            cursor.executemany(
+                _INSERT_NEW_CHUNK,
+                [[row.name, row.description, row.body, row.values[0], row.filename] for row in batch],
+            )
+
+
 def delete_rows(root_key: str, filenames: Iterable[str]) -> int:
     """Remove rows by filename; chunks first, so the FTS delete triggers still see their text."""
     names = list(filenames)
@@ -189,6 +215,21 @@ def advance_generation() -> None:
         cursor.execute(
             "INSERT INTO memory_state (key, value) VALUES (%s, 1) ON CONFLICT(key) DO UPDATE SET value = value + 1",
             [GENERATION_KEY],
+        )
+
+
+def derivation_current() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT value FROM memory_state WHERE key = %s", [DERIVATION_KEY])
+        row = cursor.fetchone()
+    return row is not None and int(row[0]) == CATALOG_DERIVATION
+
+
+def mark_derivation_current() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO memory_state (key, value) VALUES (%s, %s) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [DERIVATION_KEY, CATALOG_DERIVATION],
         )
 
 

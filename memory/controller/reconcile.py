@@ -19,7 +19,9 @@ from memory.catalog.indexer import (
     Row,
     advance_generation,
     delete_rows,
+    derivation_current,
     entry_row,
+    insert_new_rows,
     stored_rows,
     upsert_rows,
 )
@@ -166,6 +168,7 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
     rows: list[Row] = []
     edits: list[tuple[str, str | None, Document | None, bool]] = []
     stale: list[str] = []
+    rederive = rebuild or not derivation_current()
     for position, filename in enumerate(names, start=1):
         if progress is not None and (position % 500 == 0 or position == len(names)):
             progress(done_before + position, total)
@@ -173,6 +176,21 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
             path = files.safe_path(root, filename)
             data = path.read_bytes()
             stat = os.stat(path)
+        except ValidationError as exc:
+            report.invalid.append({"filename": filename, "reason": str(exc.details.get("reason", "invalid"))})
+            stale.append(filename)
+            continue
+        except FileNotFoundError:
+            continue
+        digest = files.sha256_bytes(data)
+        existing = stored.get(filename)
+        if (not rederive and existing is not None and existing[0][_HASH] == digest
+                and (existing[0][_SIZE], existing[0][_MTIME]) == (len(data), stat.st_mtime_ns)):
+            # Rows are a pure function of the file's bytes and mtime (and the derivation version, checked
+            # above): the same bytes re-derive the same row, so there is nothing to parse or write.
+            report.indexed += 1
+            continue
+        try:
             text = data.decode("utf-8")
             document = parse_document(text)
         except ValidationError as exc:
@@ -183,12 +201,8 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
             report.invalid.append({"filename": filename, "reason": "encoding"})
             stale.append(filename)
             continue
-        except FileNotFoundError:
-            continue
-        digest = sha256_text(text)
         row = entry_row(ref, DiskFile(filename, text, digest, len(data), stat.st_mtime_ns), document)
         report.indexed += 1
-        existing = stored.get(filename)
         if existing is None or existing[0][_HASH] != digest:
             edits.append((filename, text, document, existing is not None))
         if rebuild or existing is None or existing != (row.values, row.body):
@@ -209,7 +223,9 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
             report.removed_rows = delete_rows(ref.root_key, list(stored))
         else:
             report.removed_rows = delete_rows(ref.root_key, vanished + [n for n in stale if n in stored])
-        upsert_rows(rows)
+        fresh = set() if not rebuild else set(stored)
+        insert_new_rows([row for row in rows if row.filename not in stored or row.filename in fresh])
+        upsert_rows([row for row in rows if row.filename in stored and row.filename not in fresh])
         advance_generation()
     report.rewritten_rows = len(rows)
     render_memory_index(ref.root_key, root)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memory.catalog.drift import drift_for_root
-from memory.catalog.indexer import current_generation
+from memory.catalog.indexer import current_generation, mark_derivation_current
 from memory.controller.core import exclusive
 from memory.controller.log import record_event
 from memory.controller.reconcile import reindex_root
@@ -98,6 +98,7 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
                                   done_before=done, total=total)
             done += report.files
             reports.append(ReindexRoot(**report.__dict__))
+        mark_derivation_current()
         record_event(
             EventOp.WRITE_REINDEX,
             scope="",
