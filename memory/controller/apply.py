@@ -56,7 +56,10 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
             previous = upsert_rows([row])[0]
         if curated:
             line = index_line(filename, row.name, row.description)
-            if previous is None and not replaying:
+            # MEMORY.md is appended to only after the row commits, so a file without a row before this apply
+            # cannot be listed yet. With a row, a replay cannot know whether the crash came before or after the
+            # index was written, so it checks.
+            if previous is None:
                 append_index_line(ref.root_key, root, line)
             elif replaying or previous != (row.name, row.description):
                 update_index_line(ref.root_key, root, filename, line)
