@@ -121,14 +121,15 @@ _INSERT_EVENT = (
 
 def record_decision_events(decisions: list[Decision]) -> None:
     """One event per decision; the unique (decision_id, op) index makes a replayed insert a no-op."""
-    with transaction.atomic(), connection.cursor() as cursor:
+    # savepoint=False: inside apply's transaction this joins it; alone it is one transaction for the batch.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         cursor.executemany(_INSERT_EVENT, [_event_values(decision) for decision in decisions])
 
 
 def stamp_applied(decisions: list[Decision]) -> None:
     now = utc_now()
     stamp = connection.ops.adapt_datetimefield_value(now)
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         cursor.executemany("UPDATE memory_decisions SET applied_at = %s WHERE id = %s AND applied_at IS NULL",
                            [[stamp, decision.id] for decision in decisions])
     for decision in decisions:
