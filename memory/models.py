@@ -145,3 +145,71 @@ class MemoryState(models.Model):
 
     class Meta:
         db_table = "memory_state"
+
+
+class RecallSignal(models.Model):
+    """memory_recall_signals: how often and how well each memory was recalled. Keyed by root and filename,
+    never by catalog row id, because reindex may rebuild rows."""
+
+    root_key = models.CharField(max_length=128)
+    filename = models.CharField(max_length=255)
+    recall_count = models.IntegerField(default=0)
+    recall_score = models.FloatField(default=0.0)
+    first_recalled_at = models.DateTimeField()
+    last_recalled_at = models.DateTimeField()
+    promoted_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "memory_recall_signals"
+        constraints = [models.UniqueConstraint(fields=["root_key", "filename"], name="signal_root_filename")]
+
+
+class Snapshot(models.Model):
+    """memory_snapshots: assembled snapshot text, cached by (boot request, memory generation)."""
+
+    request_hash = models.CharField(max_length=64)
+    generation = models.BigIntegerField()
+    text = models.TextField()
+    sha256 = models.CharField(max_length=64)
+    entries = models.JSONField(default=list)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_snapshots"
+        constraints = [models.UniqueConstraint(fields=["request_hash", "generation"], name="snapshot_request_gen")]
+
+
+class SessionSnapshot(models.Model):
+    """memory_sessions: the frozen snapshot each session received. A sub-agent points at its parent's."""
+
+    session_id = models.CharField(primary_key=True, max_length=128)
+    parent_session_id = models.CharField(max_length=128, blank=True, default="")
+    workspace_id = models.CharField(max_length=26, blank=True, default="")
+    agent_name = models.CharField(max_length=64, blank=True, default="")
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.PROTECT, related_name="sessions")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_sessions"
+
+
+class Injection(models.Model):
+    """memory_injections: which entries each session's snapshot placed in its prompt, and from where."""
+
+    session_id = models.CharField(max_length=128)
+    generation = models.BigIntegerField()
+    root_key = models.CharField(max_length=128)
+    scope = models.CharField(max_length=16)
+    agent_name = models.CharField(max_length=64, blank=True, default="")
+    agent_tier = models.CharField(max_length=16, blank=True, default="")
+    filename = models.CharField(max_length=255)
+    source = models.CharField(max_length=8)  # "index" or "recall"
+    position = models.IntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_injections"
+        indexes = [
+            models.Index(fields=["session_id", "position"], name="injection_session"),
+            models.Index(fields=["root_key", "filename"], name="injection_entry"),
+        ]

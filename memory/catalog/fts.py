@@ -57,3 +57,52 @@ def overlap_candidates(cursor, *, root_key: str, memory_type: str, terms: list[s
         [expression, root_key, memory_type, limit],
     )
     return cursor.fetchall()
+
+
+VOCAB_TABLE = "memory_fts_unicode_vocab"
+CREATE_VOCAB_SQL = [f"CREATE VIRTUAL TABLE {VOCAB_TABLE} USING fts5vocab({UNICODE_TABLE}, 'row')"]
+DROP_VOCAB_SQL = [f"DROP TABLE IF EXISTS {VOCAB_TABLE}"]
+
+# bm25 column weights (name, description, body): a word in a memory's name says more about it than one in its body.
+UNICODE_WEIGHTS = (3.0, 2.0, 1.0)
+TRIGRAM_WEIGHTS = (3.0, 2.0, 1.0)
+
+
+def known_terms(cursor, terms: list[str]) -> set[str]:
+    """Which terms occur anywhere in the unicode index (the rest are likely typos or unseen words)."""
+    found: set[str] = set()
+    for term in terms:
+        cursor.execute(f"SELECT 1 FROM {VOCAB_TABLE} WHERE term = %s", [term])
+        if cursor.fetchone():
+            found.add(term)
+    return found
+
+
+def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
+            include_system: bool, limit: int, snippet_tokens: int) -> list[tuple]:
+    marks = ", ".join("%s" for _ in root_keys)
+    system = "" if include_system else " AND e.is_system = 0"
+    cursor.execute(
+        f"""
+        SELECT c.entry_id, bm25({table}, {', '.join(str(w) for w in weights)}) AS score,
+               snippet({table}, 2, '', '', '…', {snippet_tokens})
+        FROM {table} f
+        JOIN memory_chunks c ON c.id = f.rowid
+        JOIN memory_catalog_entries e ON e.id = c.entry_id
+        WHERE {table} MATCH %s AND e.root_key IN ({marks}){system}
+        ORDER BY score LIMIT %s
+        """,
+        [expression, *root_keys, limit],
+    )
+    return cursor.fetchall()
+
+
+def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int) -> list[tuple]:
+    """(entry_id, bm25, snippet), best first, from the word index."""
+    return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit, 24)
+
+
+def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int) -> list[tuple]:
+    """(entry_id, bm25, snippet), best first, from the trigram index: partial words and typos."""
+    # A trigram token is three characters, so the snippet window is counted in trigrams.
+    return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit, 64)

@@ -187,3 +187,20 @@ def human_reindex(document: dict[str, Any]) -> str:
     for item in document["invalid"]:
         lines.append(f"invalid: {item['root_key']} {item['filename']} ({item['reason']})")
     return "\n".join(lines)
+
+
+def human_search(document: dict[str, Any]) -> str:
+    if document.get("skipped"):
+        return "Query skipped: it needs at least two meaningful words."
+    if not document["results"]:
+        return "No memories matched."
+    rows = []
+    for hit in document["results"]:
+        memory = hit["memory"]
+        why = hit["why_recalled"]
+        shadow = hit["shadowed_by"]
+        note = f"shadowed by {shadow['scope']}:{shadow['filename']}" if shadow else (hit["banner"] and "stale" or "")
+        rows.append((f"{hit['score']:.3f}", memory["filename"], _scope_label(memory),
+                     f"u{why['unicode']:.2f} t{why['trigram']:.2f} r{why['recency']:.2f} s{why['signal']:.2f}",
+                     note, hit["snippet"]))
+    return table(rows, ["score", "filename", "scope", "why", "note", "snippet"], max_width=60)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -11,9 +11,12 @@ from memory.models import CatalogEntry, Decision
 
 
 def iso(value: datetime | None) -> str | None:
+    """RFC 3339 in UTC. Naive values come from raw SQL reads of UTC columns."""
     if value is None:
         return None
-    return value.isoformat().replace("+00:00", "Z")
+    if value.tzinfo is None:
+        return value.isoformat() + "Z"
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 class Result(BaseModel):
@@ -229,3 +232,30 @@ class Health(Result):
     generation: int
     dream: dict[str, Any]
     extractor: dict[str, Any]
+
+
+class WhyRecalled(Result):
+    unicode: float
+    trigram: float
+    recency: float
+    signal: float
+
+
+class SearchHit(Result):
+    memory: MemorySummary
+    score: float
+    snippet: str
+    why_recalled: WhyRecalled
+    shadowed_by: dict[str, Any] | None
+    banner: str | None
+
+
+class RecallBlock(Result):
+    header: str
+    blocks: list[str]
+
+
+class SearchResult(Result):
+    results: list[SearchHit]
+    recall: RecallBlock
+    skipped: bool

@@ -18,7 +18,7 @@ from memory.cli import render
 from memory.domain.document import decode_utf8
 from memory.domain.enums import Origin
 from memory.domain.errors import CompozyError, ValidationError
-from memory.services import catalog, decisions, history, memories
+from memory.services import catalog, decisions, history, memories, recall
 from memory.services.context import Caller
 
 VERBS_HELP = """verbs:
@@ -26,6 +26,7 @@ VERBS_HELP = """verbs:
   edit        change a memory's content, name or description
   delete      delete a memory
   list        list memories, newest first (counted cursor pages)
+  search      recall: rank memories for a question or task
   show        print one memory
   decisions   list, show or revert controller decisions
   history     the legacy operation history over memory events
@@ -128,6 +129,11 @@ class Command(BaseCommand):
         listing.add_argument("--limit", type=int)
         selectors(listing, system=True)
 
+        search = verb("search", "Recall: rank memories for a natural-language query in the visible scopes.")
+        search.add_argument("query")
+        search.add_argument("--top-k", dest="top_k", type=int, help="results to return (default 5, at most 20)")
+        selectors(search, system=True)
+
         show = verb("show", "Print one memory.")
         show.add_argument("filename")
         selectors(show, system=True)
@@ -213,6 +219,14 @@ class Command(BaseCommand):
         )
         result = memories.memory_list(data=data, caller=caller)
         render.emit(result.to_json(), options["output"], render.human_list, items_key="memories")
+
+    def _verb_search(self, options: dict[str, Any], caller: Caller) -> None:
+        data = recall.SearchInput.parse(
+            self._fields(options, "query", "include_system", *self._SELECTORS)
+            | ({"top_k": options["top_k"]} if options.get("top_k") is not None else {})
+        )
+        render.emit(recall.memory_search(data=data, caller=caller).to_json(), options["output"], render.human_search,
+                    items_key="results")
 
     def _verb_show(self, options: dict[str, Any], caller: Caller) -> None:
         data = memories.ShowInput.parse(self._fields(options, "filename", "include_system", *self._SELECTORS))

@@ -1,0 +1,75 @@
+"""From a natural-language question to FTS5 expressions. User text never reaches MATCH as syntax: every term is
+a quoted string literal built by `catalog.fts.quote_term`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory.catalog.fts import quote_term
+from memory.domain.text import meaningful_words
+
+MIN_MEANINGFUL_TERMS = 2
+MAX_TERMS = 24
+
+# Longest first. A suffix is stripped only when at least three letters remain.
+_SUFFIXES = tuple(sorted(
+    ("ational", "ization", "fulness", "ousness", "iveness", "ations", "ation", "ments", "ment", "ness", "ings",
+     "ing", "edly", "ed", "ies", "ied", "es", "s", "ly", "ers", "er", "est", "ful", "able", "ible", "ive", "ous",
+     "ity", "ions", "ion"),
+    key=len, reverse=True,
+))
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper. Its output is only ever used as a prefix query (`stem*`), so it need not be a
+    real word: "camping" → "camp" matches camp, camps, camped and camping."""
+    if len(word) <= 4 or not word.isalpha():
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if suffix in ("ing", "ed", "er", "est", "ers") and len(base) >= 4 and base[-1] == base[-2] \
+                    and base[-1] not in "lsz":
+                base = base[:-1]  # running → run
+            return base
+    return word
+
+
+def ngrams(word: str, size: int = 4) -> list[str]:
+    return [word[index : index + size] for index in range(len(word) - size + 1)]
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    text: str
+    terms: tuple[str, ...]
+
+    @property
+    def trivial(self) -> bool:
+        return len(self.terms) < MIN_MEANINGFUL_TERMS
+
+    def unicode_expression(self) -> str | None:
+        """Each term as a prefix of its stem (exact for short terms), OR-joined: a memory needs only some of the
+        words of a question, and bm25 ranks the ones that share more of them higher."""
+        parts = []
+        for term in self.terms:
+            if len(term) >= 4 and term.isalnum():
+                parts.append(f"{quote_term(stem(term))}*")
+            else:
+                parts.append(quote_term(term))
+        return " OR ".join(dict.fromkeys(parts)) or None
+
+    def trigram_expression(self, unknown: set[str]) -> str | None:
+        """Substrings for partial words; for terms the word index has never seen (likely typos), their 4-grams."""
+        parts: list[str] = []
+        for term in self.terms:
+            if len(term) < 3:
+                continue
+            parts.append(quote_term(term))
+            if term in unknown and len(term) >= 5:
+                parts.extend(quote_term(gram) for gram in ngrams(term))
+        return " OR ".join(dict.fromkeys(parts)) or None
+
+
+def parse_query(text: str) -> RecallQuery:
+    return RecallQuery(text=text, terms=tuple(meaningful_words(text)[:MAX_TERMS]))

@@ -1,0 +1,95 @@
+"""The recall noun: memory_search. Ranks memories for a natural-language query within the visible scopes."""
+
+from __future__ import annotations
+
+from django.db import connection, transaction
+from pydantic import Field
+
+from memory.controller.log import record_event
+from memory.domain.enums import EventOp
+from memory.domain.errors import ValidationError
+from memory.domain.models import utc_now
+from memory.recall.package import HEADER, block, staleness_banner
+from memory.recall.pipeline import Candidate, Recall, recall
+from memory.recall.query import parse_query
+
+from .context import Caller, Selector, resolve, visible_refs
+from .views import RecallBlock, SearchHit, SearchResult, WhyRecalled, memory_summary_from_fields
+
+# EMA of the recall score: 0.8 of the old value plus 0.2 of the new.
+SIGNAL_DECAY = 0.8
+
+
+class SearchInput(Selector):
+    query: str = Field(max_length=4000)
+    top_k: int | None = None
+
+
+def memory_search(*, data: SearchInput, caller: Caller) -> SearchResult:
+    resolved = resolve(data, caller)
+    settings = resolved.config.memory.recall
+    top_k = settings.top_k if data.top_k is None else data.top_k
+    if top_k < 1:
+        raise ValidationError("--top-k must be at least 1.", details={"field": "top_k", "reason": "range"})
+    top_k = min(top_k, settings.max_top_k)
+    refs = visible_refs(data, resolved)
+    query = parse_query(data.query)
+    event_fields = {"workspace_id": resolved.workspace_id, "session_id": caller.session_id or "",
+                    "actor": caller.origin.value, "scope": data.scope.value if data.scope else "",
+                    "agent_name": data.agent_name or ""}
+    if query.trivial:
+        record_event(EventOp.RECALL_SKIPPED, metadata={"reason": "trivial_query", "terms": len(query.terms)},
+                     **event_fields)
+        return SearchResult(results=[], recall=RecallBlock(header=HEADER, blocks=[]), skipped=True)
+    now = utc_now()
+    outcome = recall(query, refs=refs, config=resolved.config, top_k=top_k, include_system=data.include_system,
+                     now=now)
+    banner_days = settings.freshness.banner_after_days
+    hits = [_hit(candidate, staleness_banner(candidate.updated_at, now, banner_days))
+            for candidate in _ordered(outcome)]
+    blocks = [block(c, staleness_banner(c.updated_at, now, banner_days)) for c in outcome.winners]
+    with transaction.atomic():
+        _update_signals(outcome, now)
+        record_event(EventOp.RECALL_EXECUTED,
+                     metadata={"result_count": len(outcome.winners), "shadowed_count": len(outcome.shadowed),
+                               "top_k": top_k, "terms": len(query.terms)}, **event_fields)
+    return SearchResult(results=hits, recall=RecallBlock(header=HEADER, blocks=blocks), skipped=False)
+
+
+def _ordered(outcome: Recall) -> list[Candidate]:
+    """Winners by rank; each shadowed entry right after the winner that shadows it when that winner is listed,
+    otherwise after all winners."""
+    placed: list[Candidate] = []
+    pending = list(outcome.shadowed)
+    for winner in outcome.winners:
+        placed.append(winner)
+        for shadowed in [s for s in pending if s.key == winner.key]:
+            placed.append(shadowed)
+            pending.remove(shadowed)
+    return placed + pending
+
+
+def _hit(candidate: Candidate, banner: str | None) -> SearchHit:
+    return SearchHit(
+        memory=memory_summary_from_fields(candidate.row),
+        score=candidate.score,
+        snippet=candidate.snippet or candidate.body[:200],
+        why_recalled=WhyRecalled(**candidate.parts),
+        shadowed_by=candidate.shadowed_by,
+        banner=banner,
+    )
+
+
+def _update_signals(outcome: Recall, now) -> None:  # noqa: ANN001
+    if not outcome.winners:
+        return
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO memory_recall_signals (root_key, filename, recall_count, recall_score, first_recalled_at, "
+            "last_recalled_at, promoted_at) VALUES (%s, %s, 1, %s, %s, %s, NULL) "
+            "ON CONFLICT(root_key, filename) DO UPDATE SET recall_count = recall_count + 1, "
+            f"recall_score = {SIGNAL_DECAY} * recall_score + excluded.recall_score, "
+            "last_recalled_at = excluded.last_recalled_at",
+            [[c.root_key, c.filename, (1 - SIGNAL_DECAY) * c.score, stamp, stamp] for c in outcome.winners],
+        )
