@@ -59,23 +59,19 @@ def overlap_candidates(cursor, *, root_key: str, memory_type: str, terms: list[s
     return cursor.fetchall()
 
 
-VOCAB_TABLE = "memory_fts_unicode_vocab"
-CREATE_VOCAB_SQL = [f"CREATE VIRTUAL TABLE {VOCAB_TABLE} USING fts5vocab({UNICODE_TABLE}, 'row')"]
-DROP_VOCAB_SQL = [f"DROP TABLE IF EXISTS {VOCAB_TABLE}"]
-
 # bm25 column weights (name, description, body): a word in a memory's name says more about it than one in its body.
 UNICODE_WEIGHTS = (3.0, 2.0, 1.0)
 TRIGRAM_WEIGHTS = (3.0, 2.0, 1.0)
 
+RECALL_COLUMNS = ("entry_id", "bm25", "snippet", "root_key", "scope", "workspace_id", "agent_name", "agent_tier",
+                  "filename", "type", "slug", "name", "description", "body", "updated_at", "created_at", "size",
+                  "content_hash", "is_system")
 
-def known_terms(cursor, terms: list[str]) -> set[str]:
-    """Which terms occur anywhere in the unicode index (the rest are likely typos or unseen words)."""
-    found: set[str] = set()
-    for term in terms:
-        cursor.execute(f"SELECT 1 FROM {VOCAB_TABLE} WHERE term = %s", [term])
-        if cursor.fetchone():
-            found.add(term)
-    return found
+
+def term_exists(cursor, expression: str) -> bool:
+    """Whether any document matches; FTS5 stops at the first hit, so this is cheap even for common terms."""
+    cursor.execute(f"SELECT rowid FROM {UNICODE_TABLE} WHERE {UNICODE_TABLE} MATCH %s LIMIT 1", [expression])
+    return cursor.fetchone() is not None
 
 
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
@@ -85,7 +81,9 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
     cursor.execute(
         f"""
         SELECT c.entry_id, bm25({table}, {', '.join(str(w) for w in weights)}) AS score,
-               snippet({table}, 2, '', '', '…', {snippet_tokens})
+               snippet({table}, 2, '', '', '…', {snippet_tokens}),
+               e.root_key, e.scope, e.workspace_id, e.agent_name, e.agent_tier, e.filename, e.type, e.slug,
+               e.name, e.description, c.body, e.updated_at, e.created_at, e.size, e.content_hash, e.is_system
         FROM {table} f
         JOIN memory_chunks c ON c.id = f.rowid
         JOIN memory_catalog_entries e ON e.id = c.entry_id
@@ -98,11 +96,11 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
 
 
 def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int) -> list[tuple]:
-    """(entry_id, bm25, snippet), best first, from the word index."""
+    """Rows of RECALL_COLUMNS, best bm25 first, from the word index."""
     return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit, 24)
 
 
 def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int) -> list[tuple]:
-    """(entry_id, bm25, snippet), best first, from the trigram index: partial words and typos."""
+    """Rows of RECALL_COLUMNS, best bm25 first, from the trigram index: partial words and typos."""
     # A trigram token is three characters, so the snippet window is counted in trigrams.
     return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit, 64)
