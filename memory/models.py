@@ -203,7 +203,7 @@ class Injection(models.Model):
     agent_name = models.CharField(max_length=64, blank=True, default="")
     agent_tier = models.CharField(max_length=16, blank=True, default="")
     filename = models.CharField(max_length=255)
-    source = models.CharField(max_length=8)  # "index" or "recall"
+    source = models.CharField(max_length=16)  # "index", "recall" or "checkpoint"
     position = models.IntegerField()
     created_at = models.DateTimeField()
 

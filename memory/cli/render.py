@@ -204,3 +204,10 @@ def human_search(document: dict[str, Any]) -> str:
                      f"u{why['unicode']:.2f} t{why['trigram']:.2f} r{why['recency']:.2f} s{why['signal']:.2f}",
                      note, hit["snippet"]))
     return table(rows, ["score", "filename", "scope", "why", "note", "snippet"], max_width=60)
+
+
+def human_snapshot_log(document: dict[str, Any]) -> str:
+    rows = [(item["position"], item["source"], _scope_label(item), item["filename"]) for item in document["injections"]]
+    head = (f"session {document['session_id']} at generation {document['generation']}"
+            + (f" (inherited from {document['parent_session_id']})" if document.get("parent_session_id") else ""))
+    return head + "\n" + (table(rows, ["#", "source", "scope", "filename"]) if rows else "Nothing was injected.")

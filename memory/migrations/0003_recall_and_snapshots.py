@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
                 ('agent_name', models.CharField(blank=True, default='', max_length=64)),
                 ('agent_tier', models.CharField(blank=True, default='', max_length=16)),
                 ('filename', models.CharField(max_length=255)),
-                ('source', models.CharField(max_length=8)),
+                ('source', models.CharField(max_length=16)),
                 ('position', models.IntegerField()),
                 ('created_at', models.DateTimeField()),
             ],

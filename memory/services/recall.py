@@ -13,7 +13,7 @@ from memory.recall.package import HEADER, block, staleness_banner
 from memory.recall.pipeline import Candidate, Recall, recall
 from memory.recall.query import parse_query
 
-from .context import Caller, Selector, resolve, visible_refs
+from .context import Caller, Resolved, Selector, resolve, visible_refs
 from .views import RecallBlock, SearchHit, SearchResult, WhyRecalled, memory_summary_from_fields
 
 # EMA of the recall score: 0.8 of the old value plus 0.2 of the new.
@@ -48,12 +48,20 @@ def memory_search(*, data: SearchInput, caller: Caller) -> SearchResult:
     hits = [_hit(candidate, staleness_banner(candidate.updated_at, now, banner_days))
             for candidate in _ordered(outcome)]
     blocks = [block(c, staleness_banner(c.updated_at, now, banner_days)) for c in outcome.winners]
+    record_recall(outcome, data.query, caller, resolved, now, top_k=top_k, scope=data.scope)
+    return SearchResult(results=hits, recall=RecallBlock(header=HEADER, blocks=blocks), skipped=False)
+
+
+def record_recall(outcome: Recall, query_text: str, caller: Caller, resolved: Resolved, now, *,  # noqa: ANN001
+                  top_k: int, scope: object = None) -> None:
+    """The signals of the entries returned and the executed event, in one transaction after the answer."""
     with transaction.atomic():
         _update_signals(outcome, now)
         record_event(EventOp.RECALL_EXECUTED,
                      metadata={"result_count": len(outcome.winners), "shadowed_count": len(outcome.shadowed),
-                               "top_k": top_k, "terms": len(query.terms)}, **event_fields)
-    return SearchResult(results=hits, recall=RecallBlock(header=HEADER, blocks=blocks), skipped=False)
+                               "top_k": top_k, "terms": len(outcome.query.terms)},
+                     workspace_id=resolved.workspace_id, session_id=caller.session_id or "",
+                     actor=caller.origin.value, scope=getattr(scope, "value", "") or "")
 
 
 def _ordered(outcome: Recall) -> list[Candidate]:

@@ -18,7 +18,7 @@ from memory.cli import render
 from memory.domain.document import decode_utf8
 from memory.domain.enums import Origin
 from memory.domain.errors import CompozyError, ValidationError
-from memory.services import catalog, decisions, history, memories, recall
+from memory.services import catalog, decisions, history, memories, recall, snapshots
 from memory.services.context import Caller
 
 VERBS_HELP = """verbs:
@@ -27,6 +27,7 @@ VERBS_HELP = """verbs:
   delete      delete a memory
   list        list memories, newest first (counted cursor pages)
   search      recall: rank memories for a question or task
+  snapshot    the frozen memory section for a session's prompt (and its injection log)
   show        print one memory
   decisions   list, show or revert controller decisions
   history     the legacy operation history over memory events
@@ -134,6 +135,14 @@ class Command(BaseCommand):
         search.add_argument("--top-k", dest="top_k", type=int, help="results to return (default 5, at most 20)")
         selectors(search, system=True)
 
+        snap = verb("snapshot", "The frozen memory section a session's prompt starts with.")
+        snap.add_argument("--session", dest="session_id", help="record (or return) this session's snapshot")
+        snap.add_argument("--parent-session", dest="parent_session_id",
+                          help="a sub-agent: return exactly the parent session's snapshot")
+        snap.add_argument("--query", help="a task description or question: adds a recall block")
+        snap.add_argument("--show-log", action="store_true", help="list the entries injected into --session")
+        selectors(snap)
+
         show = verb("show", "Print one memory.")
         show.add_argument("filename")
         selectors(show, system=True)
@@ -227,6 +236,19 @@ class Command(BaseCommand):
         )
         render.emit(recall.memory_search(data=data, caller=caller).to_json(), options["output"], render.human_search,
                     items_key="results")
+
+    def _verb_snapshot(self, options: dict[str, Any], caller: Caller) -> None:
+        if options["show_log"]:
+            if not options.get("session_id"):
+                raise ValidationError("--show-log needs --session.", details={"field": "session_id"})
+            data = snapshots.SnapshotLogInput.parse(self._fields(options, "session_id", *self._SELECTORS))
+            render.emit(snapshots.snapshot_log(data=data, caller=caller).to_json(), options["output"],
+                        render.human_snapshot_log, items_key="injections")
+            return
+        data = snapshots.SnapshotInput.parse(
+            self._fields(options, "session_id", "parent_session_id", "query", *self._SELECTORS))
+        render.emit(snapshots.snapshot_assemble(data=data, caller=caller).to_json(), options["output"],
+                    lambda document: document["text"].rstrip("\n"))
 
     def _verb_show(self, options: dict[str, Any], caller: Caller) -> None:
         data = memories.ShowInput.parse(self._fields(options, "filename", "include_system", *self._SELECTORS))

@@ -1,0 +1,185 @@
+"""The session noun: snapshot assembly, its cache, sub-agent inheritance and the injection log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from pydantic import Field
+
+from memory.catalog.indexer import current_generation
+from memory.domain.enums import Scope
+from memory.domain.errors import NotFound, ValidationError
+from memory.domain.models import ScopeRef, canonical_json, sha256_text, utc_now
+from memory.models import Injection, SessionSnapshot, Snapshot
+from memory.recall.pipeline import recall
+from memory.recall.query import parse_query
+from memory.sessions import snapshot as assembly
+
+from .context import Caller, Resolved, Selector, resolve, visible_refs
+from .recall import record_recall
+from .views import Result
+
+# Assemblies keep being retried while a concurrent write moves the generation under them.
+MAX_ATTEMPTS = 5
+_memo: dict[tuple[str, str, int], tuple[int, str, str, list[dict[str, Any]]]] = {}
+
+
+class SnapshotInput(Selector):
+    session_id: str | None = Field(default=None, max_length=128)
+    parent_session_id: str | None = Field(default=None, max_length=128)
+    query: str | None = Field(default=None, max_length=4000)
+
+
+class SnapshotLogInput(Selector):
+    session_id: str = Field(max_length=128)
+
+
+class SnapshotResult(Result):
+    text: str
+    generation: int
+    sha256: str
+    session_id: str | None
+    parent_session_id: str | None
+    cached: bool
+    entries: list[dict[str, Any]]
+
+
+class SnapshotLog(Result):
+    session_id: str
+    parent_session_id: str | None
+    generation: int
+    sha256: str
+    injections: list[dict[str, Any]]
+
+
+def _request_hash(data: SnapshotInput, resolved: Resolved) -> str:
+    return sha256_text(canonical_json({
+        "workspace": resolved.workspace_id, "scope": data.scope, "agent": data.agent_name,
+        "tier": data.agent_tier, "query": (data.query or "").strip(),
+    }))
+
+
+def snapshot_assemble(*, data: SnapshotInput, caller: Caller) -> SnapshotResult:
+    if data.include_system:
+        raise ValidationError("_system/ artifacts never enter a snapshot.", details={"field": "include_system"})
+    resolved = resolve(data, caller)
+    if data.parent_session_id:
+        return _inherit(data, resolved)
+    if data.session_id:
+        frozen = SessionSnapshot.objects.select_related("snapshot").filter(session_id=data.session_id).first()
+        if frozen is not None:
+            # A delivered prompt is never rewritten: the session keeps the snapshot it started with.
+            return _result(frozen.snapshot, data.session_id, frozen.parent_session_id or None, cached=True)
+    request_hash = _request_hash(data, resolved)
+    for _attempt in range(MAX_ATTEMPTS):
+        generation = current_generation()
+        memo = _memo.get((str(connection.settings_dict["NAME"]), request_hash, generation))
+        if memo is not None and not data.session_id:
+            snapshot_id, text, digest, entries = memo
+            return SnapshotResult(text=text, generation=generation, sha256=digest, session_id=None,
+                                  parent_session_id=None, cached=True, entries=entries)
+        stored = Snapshot.objects.filter(request_hash=request_hash, generation=generation).first()
+        cached = stored is not None
+        if stored is None:
+            built = _build(data, resolved, caller)
+            if current_generation() != generation:
+                continue  # a write landed while assembling: capture the new state instead
+            stored = _store(request_hash, generation, built)
+        _memo[(str(connection.settings_dict["NAME"]), request_hash, generation)] = (
+            stored.id, stored.text, stored.sha256, list(stored.entries))
+        if data.session_id:
+            _record_session(data.session_id, "", resolved, stored, data.agent_name or "")
+        return _result(stored, data.session_id, None, cached=cached)
+    raise ValidationError("Memory kept changing while the snapshot was assembled; try again.",
+                          details={"reason": "unstable_generation"})
+
+
+def _build(data: SnapshotInput, resolved: Resolved, caller: Caller) -> assembly.Assembly:
+    now = utc_now()
+    refs = visible_refs(Selector(scope=data.scope, agent_name=data.agent_name, agent_tier=data.agent_tier,
+                                 workspace=data.workspace), resolved)
+    sections: list[tuple[str, list[assembly.Injected]]] = []
+    for ref in refs:
+        section = assembly.index_section(ref, resolved.root(ref), resolved.config, now)
+        if section is not None:
+            sections.append(section)
+    if data.query and data.query.strip():
+        query = parse_query(data.query)
+        if not query.trivial:
+            settings = resolved.config.memory.recall
+            outcome = recall(query, refs=refs, config=resolved.config, top_k=settings.top_k, include_system=False,
+                             now=now)
+            if outcome.winners:
+                sections.append(assembly.recall_section(outcome, resolved.config, now,
+                                                        {ref.root_key: ref for ref in refs}))
+            record_recall(outcome, data.query, caller, resolved, now, top_k=settings.top_k, scope=data.scope)
+    checkpoint = assembly.checkpoint_section(resolved.workspace_dir)
+    if checkpoint is not None:
+        sections.append((checkpoint, [assembly.Injected(ScopeRef(scope=Scope.WORKSPACE,
+                                                                workspace_id=resolved.workspace_id),
+                                                       assembly.CHECKPOINT_FILENAME, "checkpoint")]))
+    return assembly.assemble(sections)
+
+
+def _store(request_hash: str, generation: int, built: assembly.Assembly) -> Snapshot:
+    try:
+        with transaction.atomic():
+            return Snapshot.objects.create(request_hash=request_hash, generation=generation, text=built.text,
+                                           sha256=sha256_text(built.text), entries=built.entries,
+                                           created_at=utc_now())
+    except IntegrityError:
+        # Another process assembled the same request at the same generation first: its bytes are the snapshot.
+        return Snapshot.objects.get(request_hash=request_hash, generation=generation)
+
+
+def _record_session(session_id: str, parent: str, resolved: Resolved, stored: Snapshot, agent: str) -> None:
+    now = utc_now()
+    try:
+        with transaction.atomic():
+            SessionSnapshot.objects.create(session_id=session_id, parent_session_id=parent,
+                                           workspace_id=resolved.workspace_id, agent_name=agent, snapshot=stored,
+                                           created_at=now)
+            Injection.objects.bulk_create([
+                Injection(session_id=session_id, generation=stored.generation, root_key=entry["root_key"],
+                          scope=entry["scope"], agent_name=entry["agent_name"] or "",
+                          agent_tier=entry["agent_tier"] or "", filename=entry["filename"], source=entry["source"],
+                          position=entry["position"], created_at=now)
+                for entry in stored.entries
+            ])
+    except IntegrityError:
+        pass  # the same session started twice at once; the first record stands
+
+
+def _inherit(data: SnapshotInput, resolved: Resolved) -> SnapshotResult:
+    parent = SessionSnapshot.objects.select_related("snapshot").filter(session_id=data.parent_session_id).first()
+    if parent is None:
+        raise NotFound(f"Parent session {data.parent_session_id} has no snapshot.",
+                       details={"parent_session_id": data.parent_session_id})
+    if data.session_id:
+        existing = SessionSnapshot.objects.filter(session_id=data.session_id).first()
+        if existing is None:
+            _record_session(data.session_id, data.parent_session_id or "", resolved, parent.snapshot,
+                            data.agent_name or "")
+    # A sub-agent receives exactly its parent's bytes, read-only.
+    return _result(parent.snapshot, data.session_id, data.parent_session_id, cached=True)
+
+
+def _result(stored: Snapshot, session_id: str | None, parent: str | None, *, cached: bool) -> SnapshotResult:
+    return SnapshotResult(text=stored.text, generation=stored.generation, sha256=stored.sha256,
+                          session_id=session_id, parent_session_id=parent, cached=cached,
+                          entries=list(stored.entries))
+
+
+def snapshot_log(*, data: SnapshotLogInput, caller: Caller) -> SnapshotLog:
+    session = SessionSnapshot.objects.select_related("snapshot").filter(session_id=data.session_id).first()
+    if session is None:
+        raise NotFound(f"Session {data.session_id} has no snapshot.", details={"session_id": data.session_id})
+    rows = Injection.objects.filter(session_id=data.session_id).order_by("position")
+    return SnapshotLog(
+        session_id=session.session_id, parent_session_id=session.parent_session_id or None,
+        generation=session.snapshot.generation, sha256=session.snapshot.sha256,
+        injections=[{"root_key": r.root_key, "scope": r.scope, "agent_name": r.agent_name or None,
+                     "agent_tier": r.agent_tier or None, "filename": r.filename, "source": r.source,
+                     "position": r.position, "generation": r.generation} for r in rows],
+    )
