@@ -7,6 +7,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from pydantic import Field
 
+from compozy.config import compozy_home
 from memory.catalog.indexer import current_generation
 from memory.domain.enums import Scope
 from memory.domain.errors import NotFound, ValidationError
@@ -53,6 +54,11 @@ class SnapshotLog(Result):
     injections: list[dict[str, Any]]
 
 
+def _memo_scope() -> str:
+    # One process may serve several homes (tests do); the memo must never cross them.
+    return f"{compozy_home()}|{connection.settings_dict['NAME']}"
+
+
 def _request_hash(data: SnapshotInput, resolved: Resolved) -> str:
     return sha256_text(canonical_json({
         "workspace": resolved.workspace_id, "scope": data.scope, "agent": data.agent_name,
@@ -74,7 +80,7 @@ def snapshot_assemble(*, data: SnapshotInput, caller: Caller) -> SnapshotResult:
     request_hash = _request_hash(data, resolved)
     for _attempt in range(MAX_ATTEMPTS):
         generation = current_generation()
-        memo = _memo.get((str(connection.settings_dict["NAME"]), request_hash, generation))
+        memo = _memo.get((_memo_scope(), request_hash, generation))
         if memo is not None and not data.session_id:
             snapshot_id, text, digest, entries = memo
             return SnapshotResult(text=text, generation=generation, sha256=digest, session_id=None,
@@ -86,7 +92,7 @@ def snapshot_assemble(*, data: SnapshotInput, caller: Caller) -> SnapshotResult:
             if current_generation() != generation:
                 continue  # a write landed while assembling: capture the new state instead
             stored = _store(request_hash, generation, built)
-        _memo[(str(connection.settings_dict["NAME"]), request_hash, generation)] = (
+        _memo[(_memo_scope(), request_hash, generation)] = (
             stored.id, stored.text, stored.sha256, list(stored.entries))
         if data.session_id:
             _record_session(data.session_id, "", resolved, stored, data.agent_name or "")
