@@ -115,8 +115,13 @@ Q_CLUSTER = {
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["memory.api.auth.BearerOrSocketAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "EXCEPTION_HANDLER": "memory.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
+# Request bodies over 1 MiB are refused (memory.validation, 413) before they are parsed.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 
 LOGGING = {
     "version": 1,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.http import JsonResponse
-from django.urls import path
+from django.urls import include, path
 
 
 def healthz(request):  # noqa: ANN001, ANN201
@@ -9,4 +9,6 @@ def healthz(request):  # noqa: ANN001, ANN201
     return JsonResponse({"status": "ok"})
 
 
-urlpatterns = [path("healthz", healthz)]
+urlpatterns = [path("healthz", healthz), path("", include("memory.api.urls"))]
+
+handler404 = "memory.api.views.api_not_found"

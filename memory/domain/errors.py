@@ -89,3 +89,9 @@ class ConfigError(MemoryError_):
 
 # Public alias: `MemoryError` shadows a builtin, so the class carries a trailing underscore.
 CompozyError = MemoryError_
+
+
+class Unauthorized(MemoryError_):
+    code = "memory.unauthorized"
+    http_status = 401
+    exit_code = 8

@@ -26,6 +26,9 @@ class Command(BaseCommand):
         from memory.bootstrap import bootstrap
 
         bootstrap()
+        from memory.api.auth import read_or_create_token, token_path
+
+        read_or_create_token()
         bind = options.get("bind") or get_config(None).server.bind
         host = bind.rsplit(":", 1)[0].strip("[]")
         if host not in ("127.0.0.1", "localhost", "::1"):
@@ -42,7 +45,8 @@ class Command(BaseCommand):
         ]
         if not options["no_cluster"]:
             children.append(subprocess.Popen([python, "-m", "compozy.cli", "qcluster"]))
-        self.stdout.write(f"Compozy is serving on http://{bind}/ and unix:{socket_path}\n")
+        self.stdout.write(f"Compozy is serving on http://{bind}/ and unix:{socket_path}\n"
+                          f"API requests over TCP need: Authorization: Bearer $(cat {token_path()})\n")
         self.stdout.flush()
 
         def stop(signum: int, _frame: Any) -> None:

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("api/memory", views.MemoryCollection.as_view(), name="memory-collection"),
+    path("api/memory/search", views.Search.as_view(), name="memory-search"),
+    path("api/memory/decisions", views.DecisionCollection.as_view(), name="memory-decisions"),
+    path("api/memory/decisions/<str:decision_id>", views.DecisionItem.as_view(), name="memory-decision"),
+    path("api/memory/decisions/<str:decision_id>/revert", views.DecisionRevert.as_view(), name="memory-revert"),
+    path("api/memory/history", views.History.as_view(), name="memory-history"),
+    path("api/memory/health", views.Health.as_view(), name="memory-health"),
+    path("api/memory/reindex", views.Reindex.as_view(), name="memory-reindex"),
+    # Last: the filename is captured whole (slashes and dots included) so the service rejects traversal with
+    # memory.validation instead of the router answering 404.
+    path("api/memory/<path:filename>", views.MemoryItem.as_view(), name="memory-item"),
+]

@@ -1,0 +1,112 @@
+"""HTTP and UDS adapters: parse the request into the service's input model, call one service, return its
+result model as JSON. The body is the same document the CLI prints with `-o json`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import JsonResponse
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memory.domain.errors import NotFound, ValidationError
+from memory.services import catalog, decisions, history, memories, recall
+from memory.services.context import Caller
+
+from .auth import request_origin
+
+
+def caller_of(request: Request) -> Caller:
+    session = request.META.get("HTTP_X_COMPOZY_SESSION") or None
+    return Caller(origin=request_origin(request._request), cwd=None, session_id=session)
+
+
+def query_params(request: Request) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for key in request.query_params:
+        values = request.query_params.getlist(key)
+        params[key] = values[0] if len(values) == 1 else values
+    return params
+
+
+def body(request: Request) -> dict[str, Any]:
+    data = request.data
+    if not isinstance(data, dict):
+        raise ValidationError("The request body must be a JSON object.", details={"reason": "json_type"})
+    return dict(data)
+
+
+def ok(result: Any) -> Response:
+    return Response(result.to_json())
+
+
+class MemoryCollection(APIView):
+    def get(self, request: Request) -> Response:
+        data = memories.ListInput.parse(query_params(request))
+        return ok(memories.memory_list(data=data, caller=caller_of(request)))
+
+    def post(self, request: Request) -> Response:
+        data = memories.WriteInput.parse(body(request))
+        return ok(memories.memory_write(data=data, caller=caller_of(request)))
+
+
+class MemoryItem(APIView):
+    def get(self, request: Request, filename: str) -> Response:
+        data = memories.ShowInput.parse({**query_params(request), "filename": filename})
+        return ok(memories.memory_show(data=data, caller=caller_of(request)))
+
+    def patch(self, request: Request, filename: str) -> Response:
+        data = memories.EditInput.parse({**body(request), "filename": filename})
+        return ok(memories.memory_edit(data=data, caller=caller_of(request)))
+
+    def delete(self, request: Request, filename: str) -> Response:
+        data = memories.DeleteInput.parse({**query_params(request), "filename": filename})
+        return ok(memories.memory_delete(data=data, caller=caller_of(request)))
+
+
+class Search(APIView):
+    def post(self, request: Request) -> Response:
+        data = recall.SearchInput.parse(body(request))
+        return ok(recall.memory_search(data=data, caller=caller_of(request)))
+
+
+class DecisionCollection(APIView):
+    def get(self, request: Request) -> Response:
+        data = decisions.DecisionListInput.parse(query_params(request))
+        return ok(decisions.decision_list(data=data, caller=caller_of(request)))
+
+
+class DecisionItem(APIView):
+    def get(self, request: Request, decision_id: str) -> Response:
+        data = decisions.DecisionIdInput.parse({**query_params(request), "decision_id": decision_id})
+        return ok(decisions.decision_show(data=data, caller=caller_of(request)))
+
+
+class DecisionRevert(APIView):
+    def post(self, request: Request, decision_id: str) -> Response:
+        data = decisions.RevertInput.parse({**body(request), "decision_id": decision_id})
+        return ok(decisions.decision_revert(data=data, caller=caller_of(request)))
+
+
+class History(APIView):
+    def get(self, request: Request) -> Response:
+        data = history.HistoryInput.parse(query_params(request))
+        return ok(history.history_list(data=data, caller=caller_of(request)))
+
+
+class Health(APIView):
+    def get(self, request: Request) -> Response:
+        data = catalog.HealthInput.parse(query_params(request))
+        return ok(catalog.health_get(data=data, caller=caller_of(request)))
+
+
+class Reindex(APIView):
+    def post(self, request: Request) -> Response:
+        data = catalog.ReindexInput.parse(body(request))
+        return ok(catalog.catalog_reindex(data=data, caller=caller_of(request)))
+
+
+def api_not_found(request, exception=None):  # noqa: ANN001, ANN201
+    error = NotFound("No such route.", details={"reason": "route", "path": request.path})
+    return JsonResponse(error.to_dict(), status=404)
