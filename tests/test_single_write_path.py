@@ -22,6 +22,7 @@ ALLOWED_WRITERS = {
     "compozy/settings.py": "the per-home secret key file",
     "compozy/gunicorn_conf.py": "chmod of the Unix socket",
     "memory/management/commands/serve.py": "removes a stale Unix socket under $COMPOZY_HOME/run",
+    "memory/api/auth.py": "the API token file $COMPOZY_HOME/token, written atomically with mode 0600",
 }
 # Only these may call the store's mutating helpers.
 HELPER_CALLERS = {"memory/controller/core.py", "memory/controller/apply.py", "memory/controller/reconcile.py",

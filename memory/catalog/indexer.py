@@ -71,7 +71,12 @@ def _moment(value: str | None, fallback_ns: int) -> datetime:
 
 def entry_fields(ref: ScopeRef, disk: DiskFile, document: Document) -> dict[str, Any]:
     front = document.frontmatter
-    _type, slug = parse_filename(disk.filename)
+    if is_system_path(disk.filename):
+        # Machine-written artifacts (`_system/dreaming/20260101-run.md`) are named freely; their type is the
+        # frontmatter's and their slug is their base name.
+        slug = disk.filename.rsplit("/", 1)[-1].removesuffix(".md")
+    else:
+        _type, slug = parse_filename(disk.filename)
     provenance = front.provenance
     created = _moment(provenance.created_at if provenance else None, disk.mtime_ns)
     updated = _moment(provenance.updated_at if provenance else None, disk.mtime_ns)

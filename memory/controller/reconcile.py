@@ -152,7 +152,8 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
     prior = last_known_contents(ref.root_key, [filename]).get(filename)
     decision = external_decision(ref, filename, text, document, prior, had_row=entry is not None)
     persist_decisions([decision])
-    apply_decision(decision, root=root, document=document)
+    # The file was there before its row: MEMORY.md may already list it, so the index is checked, not appended to.
+    apply_decision(decision, root=root, document=document, replaying=True)
     return ReconcileResult(decision=decision)
 
 
@@ -193,6 +194,7 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
         try:
             text = data.decode("utf-8")
             document = parse_document(text)
+            row = entry_row(ref, DiskFile(filename, text, digest, len(data), stat.st_mtime_ns), document)
         except ValidationError as exc:
             report.invalid.append({"filename": filename, "reason": str(exc.details.get("reason", "invalid"))})
             stale.append(filename)
@@ -201,7 +203,6 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
             report.invalid.append({"filename": filename, "reason": "encoding"})
             stale.append(filename)
             continue
-        row = entry_row(ref, DiskFile(filename, text, digest, len(data), stat.st_mtime_ns), document)
         report.indexed += 1
         if existing is None or existing[0][_HASH] != digest:
             edits.append((filename, text, document, existing is not None))

@@ -73,7 +73,7 @@ def snapshot_assemble(*, data: SnapshotInput, caller: Caller) -> SnapshotResult:
     if data.parent_session_id:
         return _inherit(data, resolved)
     if data.session_id:
-        frozen = SessionSnapshot.objects.select_related("snapshot").filter(session_id=data.session_id).first()
+        frozen = _session(data.session_id, resolved)
         if frozen is not None:
             # A delivered prompt is never rewritten: the session keeps the snapshot it started with.
             return _result(frozen.snapshot, data.session_id, frozen.parent_session_id or None, cached=True)
@@ -120,11 +120,10 @@ def _build(data: SnapshotInput, resolved: Resolved, caller: Caller) -> assembly.
                 sections.append(assembly.recall_section(outcome, resolved.config, now,
                                                         {ref.root_key: ref for ref in refs}))
             record_recall(outcome, data.query, caller, resolved, now, top_k=settings.top_k, scope=data.scope)
-    checkpoint = assembly.checkpoint_section(resolved.workspace_dir)
+    workspace_ref = ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)
+    checkpoint = assembly.checkpoint_section(resolved.root(workspace_ref) if resolved.workspace else None)
     if checkpoint is not None:
-        sections.append((checkpoint, [assembly.Injected(ScopeRef(scope=Scope.WORKSPACE,
-                                                                workspace_id=resolved.workspace_id),
-                                                       assembly.CHECKPOINT_FILENAME, "checkpoint")]))
+        sections.append((checkpoint, [assembly.Injected(workspace_ref, assembly.CHECKPOINT_FILENAME, "checkpoint")]))
     return assembly.assemble(sections)
 
 
@@ -158,7 +157,7 @@ def _record_session(session_id: str, parent: str, resolved: Resolved, stored: Sn
 
 
 def _inherit(data: SnapshotInput, resolved: Resolved) -> SnapshotResult:
-    parent = SessionSnapshot.objects.select_related("snapshot").filter(session_id=data.parent_session_id).first()
+    parent = _session(data.parent_session_id or "", resolved)
     if parent is None:
         raise NotFound(f"Parent session {data.parent_session_id} has no snapshot.",
                        details={"parent_session_id": data.parent_session_id})
@@ -177,8 +176,14 @@ def _result(stored: Snapshot, session_id: str | None, parent: str | None, *, cac
                           entries=list(stored.entries))
 
 
+def _session(session_id: str, resolved: Resolved) -> SessionSnapshot | None:
+    """A session's record, only from the workspace it ran in: another workspace's sessions do not exist here."""
+    return (SessionSnapshot.objects.select_related("snapshot")
+            .filter(session_id=session_id, workspace_id=resolved.workspace_id).first())
+
+
 def snapshot_log(*, data: SnapshotLogInput, caller: Caller) -> SnapshotLog:
-    session = SessionSnapshot.objects.select_related("snapshot").filter(session_id=data.session_id).first()
+    session = _session(data.session_id, resolve(data, caller))
     if session is None:
         raise NotFound(f"Session {data.session_id} has no snapshot.", details={"session_id": data.session_id})
     rows = Injection.objects.filter(session_id=data.session_id).order_by("position")

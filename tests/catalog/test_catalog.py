@@ -131,3 +131,17 @@ def test_a_symlink_pointing_outside_the_root_is_refused_everywhere(ws, tmp_path)
     assert {"root_key": report["roots"][2]["root_key"], "filename": "project_link.md", "reason": "symlink_escape"} in \
         report["invalid"] or any(i["filename"] == "project_link.md" for i in report["invalid"])
     assert not CatalogEntry.objects.filter(filename="project_link.md").exists()
+
+
+def test_a_file_already_listed_in_memory_md_is_not_listed_twice_when_its_hand_edit_is_recorded(home, workspace_dir):
+    h.write(workspace_dir, name="Seed", content="Creates the workspace and its index.")
+    memory_dir = workspace_dir / ".compozy" / "memory"
+    text = ("---\nname: Carried Over\ndescription: From an earlier database\ntype: project\nscope: workspace\n---\n\n"
+            "Written before this database existed.\n")
+    (memory_dir / "project_carried_over.md").write_text(text)
+    index = memory_dir / "MEMORY.md"
+    index.write_text(index.read_text() + "- [Carried Over](project_carried_over.md) — From an earlier database\n")
+    h.write(workspace_dir, name="Carried Over", description="From an earlier database",
+            content="Updated through the controller now.")
+    listed = [line for line in index.read_text().splitlines() if "(project_carried_over.md)" in line]
+    assert len(listed) == 1

@@ -1,0 +1,86 @@
+"""Recall and snapshot helpers: call the real services the way a surface would, and lay memory files on disk by
+hand (then `tests.helpers.reindex`) when a test needs exact bodies, ages or many similar memories."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memory.domain.models import utc_now
+from memory.models import Event
+from memory.services import recall, snapshots
+from memory.services.context import Selector, resolve
+from tests import helpers as h
+
+
+def search(cwd: Path, query: str, **fields: Any) -> dict[str, Any]:
+    data = recall.SearchInput.parse({"query": query, **fields})
+    return recall.memory_search(data=data, caller=h.caller(cwd)).to_json()
+
+
+def snapshot(cwd: Path, **fields: Any) -> dict[str, Any]:
+    data = snapshots.SnapshotInput.parse(fields)
+    return snapshots.snapshot_assemble(data=data, caller=h.caller(cwd, session_id=fields.get("session_id"))).to_json()
+
+
+def snapshot_log(cwd: Path, session_id: str, **fields: Any) -> dict[str, Any]:
+    data = snapshots.SnapshotLogInput.parse({"session_id": session_id, **fields})
+    return snapshots.snapshot_log(data=data, caller=h.caller(cwd)).to_json()
+
+
+def ensure_workspace(cwd: Path) -> str:
+    """Create (or find) the workspace at cwd and return its id, without writing any memory."""
+    workspace = resolve(Selector(), h.caller(cwd), create_workspace=True).workspace
+    assert workspace is not None
+    return workspace.id
+
+
+def filenames(result: dict[str, Any]) -> list[str]:
+    return [hit["memory"]["filename"] for hit in result["results"]]
+
+
+def events(op: str) -> list[Event]:
+    return list(Event.objects.filter(op=op).order_by("id"))
+
+
+# --- roots on disk ---------------------------------------------------------------------------------------------
+
+def workspace_root(ws: Path) -> Path:
+    return ws / ".compozy" / "memory"
+
+
+def global_root(home: Path) -> Path:
+    return home / "memory"
+
+
+def agent_global_root(home: Path, agent: str) -> Path:
+    return home / "agents" / agent / "memory"
+
+
+def agent_workspace_root(ws: Path, agent: str) -> Path:
+    return ws / ".compozy" / "agents" / agent / "memory"
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def put(root: Path, filename: str, *, name: str, body: str, description: str | None = None,
+        scope: str = "workspace", agent: str | None = None, agent_tier: str | None = None,
+        age: timedelta = timedelta(0), memory_type: str | None = None) -> Path:
+    """Write one memory document by hand, with provenance dated `age` ago. Index it with tests.helpers.reindex."""
+    if memory_type is None:
+        prefix = filename.rsplit("/", 1)[-1].split("_", 1)[0]
+        memory_type = prefix if prefix in ("user", "feedback", "project", "reference") else "project"
+    moment = stamp(utc_now() - age)
+    lines = ["---", f"name: {name}", f"description: {description or 'About ' + name}", f"type: {memory_type}",
+             f"scope: {scope}"]
+    if agent is not None:
+        lines += [f"agent: {agent}", f"agent_tier: {agent_tier}"]
+    lines += ["provenance:", "  source_actor: cli", f"  created_at: {moment}", f"  updated_at: {moment}", "---", "",
+              body]
+    path = root / filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    return path

@@ -1,0 +1,244 @@
+"""memory_search end to end through the real services: real files, real catalog, both FTS5 tables, signals and
+events."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+
+from memory.models import RecallSignal
+from memory.recall.query import parse_query
+from tests import helpers as h
+from tests.recall import helpers as r
+
+pytestmark = pytest.mark.django_db
+
+BANNER = re.compile(r"^This memory is (\d+) days old\. Verify against current state before asserting as fact\.$")
+
+QUESTION = "where do the runtime docs live and how are they built?"
+
+# The answer shares only "runtime" and "docs" with QUESTION; "live" and "built" appear in no memory.
+LIBRARY = {
+    "project_runtime_docs.md": ("Runtime docs", "Location of the runtime docs",
+                                "The runtime docs sit in docs/runtime and mkdocs renders them into site/ on merge."),
+    "project_runtime_versions.md": ("Python versions", "Interpreter versions",
+                                    "Python 3.12 is the runtime of the service; Node 20 serves the frontend."),
+    "project_api_reference.md": ("API reference", "Generated reference",
+                                 "The API reference docs are generated from OpenAPI schemas in api/schema."),
+    "project_release_process.md": ("Release process", "Tagging and publishing",
+                                   "Releases are tagged from main and published to PyPI by the release workflow."),
+    "project_dashboards.md": ("Dashboards", "Grafana boards", "Grafana dashboards chart request latency per region."),
+    "project_database.md": ("Database", "Storage engine", "Postgres 16 stores the orders; backups run nightly."),
+    "project_code_style.md": ("Code style", "Formatting", "Ruff formats the code and mypy checks the types."),
+}
+
+
+@pytest.fixture
+def ws(home, workspace_dir):
+    r.ensure_workspace(workspace_dir)
+    return workspace_dir
+
+
+def put_library(ws, library=LIBRARY):
+    for filename, (name, description, body) in library.items():
+        r.put(r.workspace_root(ws), filename, name=name, description=description, body=body)
+    h.reindex(ws)
+
+
+def hit(result, filename):
+    return next(item for item in result["results"] if item["memory"]["filename"] == filename)
+
+
+def test_a_natural_language_question_finds_the_memory_that_answers_it_among_distractors(ws):
+    put_library(ws)
+    words_in_memories = {word for name, description, body in LIBRARY.values()
+                         for word in re.findall(r"\w+", f"{name} {description} {body}".lower())}
+    terms = parse_query(QUESTION).terms
+    assert terms == ("runtime", "docs", "live", "built")
+    missing = [term for term in terms if not any(word.startswith(term) for word in words_in_memories)]
+    assert len(missing) >= len(terms) / 2  # half of the question's words appear in no memory
+
+    result = r.search(ws, QUESTION)
+    assert result["skipped"] is False
+    assert r.filenames(result)[0] == "project_runtime_docs.md"
+    assert "project_release_process.md" not in r.filenames(result)
+
+
+def test_a_memory_sharing_more_meaningful_words_ranks_above_one_sharing_fewer(ws):
+    put_library(ws, {
+        **LIBRARY,
+        "project_staging_rollout.md": ("Rollout notes", "How changes go out",
+                                       "We deploy to the staging cluster on kubernetes every afternoon."),
+        "project_deploy_script.md": ("Script notes", "A shell helper",
+                                     "The deploy script deploys; run the deploy script to deploy again."),
+    })
+    result = r.search(ws, "deploy the staging cluster on kubernetes")
+    order = r.filenames(result)
+    assert order.index("project_staging_rollout.md") < order.index("project_deploy_script.md")
+    more, fewer = hit(result, "project_staging_rollout.md"), hit(result, "project_deploy_script.md")
+    assert more["why_recalled"]["unicode"] > fewer["why_recalled"]["unicode"]
+    assert more["score"] > fewer["score"]
+
+
+def test_a_typo_still_finds_the_memory_through_the_trigram_table(ws):
+    put_library(ws, {**LIBRARY, "project_writing.md": ("Writing", "Prose rules",
+                                                       "The documentation is written in reStructuredText.")})
+    result = r.search(ws, "documantation guidelines")
+    found = hit(result, "project_writing.md")
+    assert found["why_recalled"]["unicode"] == 0  # the word index knows neither word
+    assert found["why_recalled"]["trigram"] > 0
+    assert r.filenames(result)[0] == "project_writing.md"
+
+
+def test_a_partial_word_still_finds_the_memory_through_the_trigram_table(ws):
+    put_library(ws, {**LIBRARY, "project_settings.md": ("Settings", "Where settings are",
+                                                        "The service configuration is read from settings.toml.")})
+    result = r.search(ws, "runtim confi")
+    assert "project_runtime_docs.md" in r.filenames(result)
+    assert hit(result, "project_runtime_docs.md")["why_recalled"]["trigram"] > 0
+    inside = r.search(ws, "untime onfiguration")  # fragments from inside words: only trigrams can see them
+    assert hit(inside, "project_settings.md")["why_recalled"]["trigram"] > 0
+    assert hit(inside, "project_settings.md")["why_recalled"]["unicode"] == 0
+
+
+@pytest.mark.parametrize("query", [
+    '"runtime docs', 'runtime AND docs', 'NOT runtime docs', 'runtime* docs*', '-runtime -docs', 'runtime: docs:',
+    'name:runtime body:docs', '(runtime OR docs', 'NEAR(runtime docs)', '^runtime docs', "it's runtime docs",
+    '🚀 runtime docs 🔥', '运行时 文档', 'документация рантайма', 'C:\\runtime\\docs', "runtime\x01docs\x7f built",
+    "runtimedocs" * 300,
+])
+def test_fts_syntax_in_a_search_never_raises(ws, query):
+    put_library(ws)
+    result = r.search(ws, query)
+    assert isinstance(result["results"], list)
+
+
+def test_a_trivial_query_is_skipped_with_one_event_and_no_error(ws):
+    put_library(ws)
+    result = r.search(ws, "the docs?")
+    assert result["skipped"] is True
+    assert result["results"] == [] and result["recall"]["blocks"] == []
+    skipped = r.events("memory.recall.skipped")
+    assert len(skipped) == 1 and skipped[0].metadata["reason"] == "trivial_query"
+    assert r.events("memory.recall.executed") == []
+    assert RecallSignal.objects.count() == 0
+
+
+def test_a_recall_updates_the_signals_of_the_returned_entries_as_an_ema(ws):
+    put_library(ws)
+    first = r.search(ws, QUESTION)
+    assert first["results"]
+    signals = {s.filename: s for s in RecallSignal.objects.all()}
+    assert set(signals) == set(r.filenames(first))
+    for item in first["results"]:
+        signal = signals[item["memory"]["filename"]]
+        assert signal.recall_count == 1
+        assert signal.last_recalled_at is not None
+        assert signal.recall_score == pytest.approx(0.2 * item["score"])
+
+    second = r.search(ws, QUESTION)
+    assert set(r.filenames(second)) == set(signals)
+    for item in second["results"]:
+        old = signals[item["memory"]["filename"]]
+        new = RecallSignal.objects.get(root_key=old.root_key, filename=old.filename)
+        assert new.recall_count == 2
+        assert new.last_recalled_at >= old.last_recalled_at
+        assert new.recall_score == pytest.approx(0.8 * old.recall_score + 0.2 * item["score"])
+        assert item["why_recalled"]["signal"] == pytest.approx(0.10 * old.recall_score, abs=1e-6)
+
+
+def test_each_search_records_one_executed_event_with_its_result_count(ws):
+    put_library(ws)
+    counts = []
+    for query, top_k in ((QUESTION, None), ("grafana latency dashboards", 1), ("postgres backups nightly", 3)):
+        result = r.search(ws, query, top_k=top_k)
+        counts.append(len(result["results"]))
+    executed = r.events("memory.recall.executed")
+    assert [event.metadata["result_count"] for event in executed] == counts
+    assert counts[1] == 1
+
+
+def test_top_k_defaults_to_five_and_is_clamped_to_twenty(ws):
+    many = {f"project_queue_note_{index:02d}.md": (f"Queue note {index}", f"Note number {index}",
+                                                    f"The worker queue retries job batch {index} with backoff.")
+            for index in range(25)}
+    put_library(ws, many)
+    assert len(r.search(ws, "worker queue retries")["results"]) == 5
+    assert len(r.search(ws, "worker queue retries", top_k=1)["results"]) == 1
+    clamped = r.search(ws, "worker queue retries", top_k=50)
+    assert len(clamped["results"]) == 20
+    assert r.events("memory.recall.executed")[-1].metadata["top_k"] == 20
+
+
+def test_system_files_are_excluded_unless_include_system(ws):
+    put_library(ws)
+    r.put(r.workspace_root(ws), "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
+          body="Zanzibar quokka consolidation notes from the nightly dream.")
+    h.reindex(ws, include_system=True)
+    assert r.search(ws, "zanzibar quokka")["results"] == []
+    included = r.search(ws, "zanzibar quokka", include_system=True)
+    assert r.filenames(included) == ["_system/dreaming/project_dream_artifact.md"]
+    assert included["results"][0]["memory"]["is_system"] is True
+
+
+def test_a_system_artifact_named_like_a_dreaming_run_is_indexed_and_found_only_with_include_system(ws):
+    put_library(ws)
+    r.put(r.workspace_root(ws), "_system/dreaming/x.md", name="Dream artifact",
+          body="Zanzibar quokka consolidation notes from the nightly dream.", description="Dream run")
+    r.put(r.workspace_root(ws), "_system/dreaming/20261130-0300-run.md", name="Dream run",
+          body="Zanzibar quokka promoted candidates.", description="Dream run")
+    h.reindex(ws, include_system=True)
+    assert r.search(ws, "zanzibar quokka")["results"] == []
+    found = r.filenames(r.search(ws, "zanzibar quokka", include_system=True))
+    assert sorted(found) == ["_system/dreaming/20261130-0300-run.md", "_system/dreaming/x.md"]
+
+
+def test_a_stale_entry_carries_the_staleness_banner_and_a_fresh_one_does_not(ws):
+    r.put(r.workspace_root(ws), "project_old_cache.md", name="Old cache", body="The cache layer uses redis sentinel.",
+          age=timedelta(days=3))
+    r.put(r.workspace_root(ws), "project_new_cache.md", name="New cache",
+          body="The cache eviction policy uses redis LRU.")
+    h.reindex(ws)
+    result = r.search(ws, "redis cache")
+    old, new = hit(result, "project_old_cache.md"), hit(result, "project_new_cache.md")
+    match = BANNER.match(old["banner"] or "")
+    assert match and match.group(1) == "3"
+    assert new["banner"] is None
+    assert old["why_recalled"]["recency"] == pytest.approx(0.15 * 0.5 ** (3 / 14), abs=1e-3)
+    assert new["why_recalled"]["recency"] == pytest.approx(0.15, abs=1e-3)
+    old_block = next(block for block in result["recall"]["blocks"] if "project_old_cache.md" in block)
+    assert old["banner"] in old_block
+    new_block = next(block for block in result["recall"]["blocks"] if "project_new_cache.md" in block)
+    assert "days old" not in new_block
+
+
+def test_the_score_weights_come_from_configuration(ws, monkeypatch):
+    put_library(ws)
+    default = r.search(ws, QUESTION)["results"][0]
+    assert default["why_recalled"]["unicode"] == pytest.approx(0.55)
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__UNICODE", "0")
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__TRIGRAM", "0.5")
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__RECENCY", "0")
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__SIGNAL", "0")
+    result = r.search(ws, QUESTION)
+    assert result["results"]
+    for item in result["results"]:
+        parts = item["why_recalled"]
+        assert parts["unicode"] == 0 and parts["recency"] == 0 and parts["signal"] == 0
+        assert item["score"] == pytest.approx(parts["trigram"])
+    assert max(item["why_recalled"]["trigram"] for item in result["results"]) == pytest.approx(0.5)
+
+
+def test_each_result_carries_score_why_recalled_snippet_and_shadowed_by(ws):
+    put_library(ws)
+    result = r.search(ws, QUESTION)
+    top = result["results"][0]
+    assert set(top) >= {"memory", "score", "snippet", "why_recalled", "shadowed_by"}
+    parts = top["why_recalled"]
+    assert set(parts) == {"unicode", "trigram", "recency", "signal"}
+    assert top["score"] == pytest.approx(sum(parts.values()), abs=1e-5)
+    assert "runtime" in top["snippet"].lower()
+    assert top["shadowed_by"] is None
+    assert parts["unicode"] == pytest.approx(0.55) and parts["recency"] == pytest.approx(0.15, abs=1e-3)
