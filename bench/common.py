@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +60,41 @@ def start(prefix: str) -> Env:
 
     bootstrap()
     return Env(base=base, home=home, workspace=workspace, scratch=scratch)
+
+
+def attach(home: Path) -> None:
+    """For a child process that measures a home another process of this run already built: point Django at it
+    and start the way a CLI process does (bootstrap: schema check, replay), without creating anything."""
+    if "django" in sys.modules:
+        raise RuntimeError("bench.common.attach() must run before Django is imported")
+    record_git()
+    os.environ["COMPOZY_HOME"] = str(home)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "compozy.settings"
+    os.environ.pop("COMPOZY_FAULT", None)
+
+    import django
+
+    django.setup()
+    from memory.bootstrap import bootstrap
+
+    bootstrap()
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size so far (ru_maxrss is in KB on Linux)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def run_child(command: list[str]) -> dict[str, object]:
+    """Run a child whose stdout is one JSON document (stderr passes through) and return that document."""
+    import subprocess
+
+    completed = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    if completed.returncode != 0:
+        raise SystemExit(f"child {command[1:]} failed with exit code {completed.returncode}")
+    return json.loads(completed.stdout)
 
 
 def finish() -> None:
@@ -166,6 +201,14 @@ class ProseWords:
     def words(self, count: int) -> list[str]:
         return self._rng.choices(self._vocabulary, self._weights, k=count)
 
+    def zipf_word(self, rng: random.Random) -> str:
+        """One word at its natural frequency, drawn from `rng` (not this instance's own stream)."""
+        return rng.choices(self._vocabulary, self._weights, k=1)[0]
+
+    def any_word(self, rng: random.Random) -> str:
+        """One word drawn uniformly over the vocabulary: most are in the long, rare tail."""
+        return rng.choice(self._vocabulary)
+
 
 def prose_content(words: ProseWords, *, lines: int = 3, per_line: int = 8) -> Content:
     # The name stays unique (it becomes the filename); the rest reads like text with shared common words.
@@ -177,6 +220,73 @@ def prose_content(words: ProseWords, *, lines: int = 3, per_line: int = 8) -> Co
 
 def slug_of(name: str) -> str:
     return name.replace(" ", "_")
+
+
+def write_prose_memories(root: Path, count: int, words: ProseWords, rng: random.Random, *,
+                         memory_type: str = "project", scope: str = "workspace", days: float = 60.0,
+                         now: datetime | None = None) -> list[Path]:
+    """Write `count` valid memory files straight into `root` (no controller): prose text, and provenance
+    created_at/updated_at spread over the last `days` days. Needs Django (call after `start()` or `attach()`)."""
+    from memory.domain.document import render_document
+    from memory.domain.enums import MemoryType, Scope
+    from memory.domain.models import Frontmatter, Provenance
+
+    now = now or datetime.now(UTC)
+    root.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for _ in range(count):
+        item = prose_content(words)
+        created = now - timedelta(seconds=rng.uniform(0, days * 86_400))
+        updated = created + (now - created) * rng.random()
+        front = Frontmatter(name=item.name, description=item.description, type=MemoryType(memory_type),
+                            scope=Scope(scope),
+                            provenance=Provenance(created_at=created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                                  updated_at=updated.strftime("%Y-%m-%dT%H:%M:%SZ")))
+        path = root / f"{memory_type}_{slug_of(item.name)}.md"
+        path.write_text(render_document(front, item.body), "utf-8")
+        paths.append(path)
+    return paths
+
+
+QUESTION_WORDS = ("what", "where", "how")
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    typo: bool
+
+
+def prose_queries(words: ProseWords, count: int, seed: int, *, typo_fraction: float = 0.1) -> list[Query]:
+    """Deterministic natural-language questions over the vocabulary of `words`: 4-8 content words each, about half
+    drawn at their natural frequency (common) and half uniformly (mostly rare), framed by question words. A
+    `typo_fraction` of them get one letter changed in a word of 5+ letters (a word the index has likely never
+    seen, so recall takes its trigram 4-gram path)."""
+    rng = random.Random(seed)
+    typos = set(rng.sample(range(count), round(count * typo_fraction)))
+    queries = []
+    for index in range(count):
+        picked = [words.zipf_word(rng) if rng.random() < 0.5 else words.any_word(rng)
+                  for _ in range(rng.randint(4, 8))]
+        if index in typos:
+            long_positions = [i for i, word in enumerate(picked) if len(word) >= 5]
+            if not long_positions:
+                while len(picked[0]) < 5:
+                    picked[0] = words.any_word(rng)
+                long_positions = [0]
+            position = rng.choice(long_positions)
+            word = picked[position]
+            at = rng.randrange(len(word))
+            letter = rng.choice([c for c in string.ascii_lowercase if c != word[at]])
+            picked[position] = word[:at] + letter + word[at + 1:]
+        split = rng.randint(1, len(picked) - 1)
+        first = rng.choice(QUESTION_WORDS)
+        if rng.random() < 0.5:
+            text = f"{first} {' '.join(picked[:split])} {rng.choice(QUESTION_WORDS)} {' '.join(picked[split:])}?"
+        else:
+            text = f"{first} {' '.join(picked)}?"
+        queries.append(Query(text=text, typo=index in typos))
+    return queries
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -39,7 +39,9 @@ def _file_matches(path: Path, text: str, digest: str) -> bool:
 
 
 def apply_decision(decision: Decision, *, root: Path, document: Document | None = None,
-                   replaying: bool = False) -> None:
+                   replaying: bool = False, external: bool = False) -> None:
+    """`replaying`: the decision may have partly landed before a crash. `external`: the file was put there by
+    hand, so an older MEMORY.md may already list it."""
     ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
     filename = decision.target_filename
     curated = not is_system_path(filename)
@@ -59,9 +61,9 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
             # MEMORY.md is appended to only after the row commits, so a file without a row before this apply
             # cannot be listed yet. With a row, a replay cannot know whether the crash came before or after the
             # index was written, so it checks.
-            if previous is None:
+            if previous is None and not external:
                 append_index_line(ref.root_key, root, line)
-            elif replaying or previous != (row.name, row.description):
+            elif replaying or external or previous != (row.name, row.description):
                 update_index_line(ref.root_key, root, filename, line)
     elif decision.op == Op.DELETE:
         files.remove_file(files.safe_path(root, filename), step=faults.hit)

@@ -153,7 +153,7 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
     decision = external_decision(ref, filename, text, document, prior, had_row=entry is not None)
     persist_decisions([decision])
     # The file was there before its row: MEMORY.md may already list it, so the index is checked, not appended to.
-    apply_decision(decision, root=root, document=document, replaying=True)
+    apply_decision(decision, root=root, document=document, external=True)
     return ReconcileResult(decision=decision)
 
 

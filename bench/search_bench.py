@@ -1,0 +1,436 @@
+"""Search latency at N memories (default 1,000, 10,000 and 100,000), beside a bare FTS5 floor.
+
+    .venv/bin/python bench/search_bench.py                          # the 100,000 prefill takes several minutes
+    .venv/bin/python bench/search_bench.py --sizes 1000,10000
+    .venv/bin/python bench/search_bench.py --sizes 10000 --profile /tmp/search.prof   # cProfile of the product calls
+
+Each size runs in its own worker process, one after the other, with its own fresh COMPOZY_HOME and workspace.
+
+Prefill (not timed): N valid memory files written straight into the workspace root (`<ws>/.compozy/memory/
+project_<unique>.md`, rendered by `render_document` with provenance created_at/updated_at spread over the last 60
+days) in prose over a Zipf vocabulary (`common.ProseWords`), so memories share common words; then one
+`catalog_reindex`.
+
+Queries: 200 deterministic questions per size (plus 20 distinct warm-up questions), each 4-8 words of the same
+vocabulary (half at their natural frequency, half uniform, so mostly rare) framed by "what"/"where"/"how"; 10% carry
+a one-letter typo in a word of 5+ letters, which recall sends down its trigram 4-gram path.
+
+Three variants run interleaved query by query, the order rotating each round so each goes first a third of the time:
+  product        `memory.services.recall.memory_search` (the CLI's call): resolve, parse, the two FTS5 lists, the
+                 signal lookup, scoring and shadowing, the answer, then the signal update and the event
+  no_signals     the same call with `memory.services.recall._update_signals` patched to a no-op (the event is
+                 still written): the difference is what the signal update costs
+  floor          the FTS5 statements the pipeline issues, run bare on the same database through a plain read-only
+                 sqlite3 connection: one existence probe per 5+ letter term, then the word-index and trigram
+                 candidate queries. Their SQL text and parameters are produced by `memory.catalog.fts` itself
+                 (captured from a recording cursor; Django's %s placeholders turned into ?). Statements are
+                 prepared before the clock starts; the floor times execute + fetch only.
+
+After the timed rounds, a child process (`--search-only`) opens the finished home the way a CLI process does and runs
+only the warm-up and the 200 product searches, so its peak RSS is the search's, not the prefill's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402  (must come before Django)
+
+TARGET_FLOOR_RATIO = 3.0
+TARGET_P95_MS_AT_10000 = 20.0
+WARMUP_SEED_OFFSET = 1_000_003
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated N (memories in the workspace)")
+    parser.add_argument("--queries", type=int, default=200, help="timed queries per size")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed warm-up queries per size")
+    parser.add_argument("--seed", type=int, default=20240604)
+    parser.add_argument("--profile", metavar="PATH", help="cProfile the product calls of each size into PATH.<N>")
+    parser.add_argument("--worker", type=int, metavar="N", help=argparse.SUPPRESS)
+    parser.add_argument("--search-only", nargs=2, metavar=("HOME", "WORKSPACE"), help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.search_only:
+        common.emit(search_only(Path(args.search_only[0]), Path(args.search_only[1]), args.size, args.seed,
+                                args.queries, args.warmup))
+    elif args.worker is not None:
+        env = common.start(f"search-{args.worker}")
+        try:
+            result = worker(env, args.worker, args.seed, args.queries, args.warmup, args.profile)
+        finally:
+            common.finish()
+        common.emit(result)
+    else:
+        coordinate(sorted(common.parse_sizes(args.sizes)), args)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The coordinator: one worker per size, one after the other (never two sizes on the 2 cores at once).
+
+
+def coordinate(sizes: list[int], args: argparse.Namespace) -> None:
+    common.record_git()
+    results: dict[str, object] = {}
+    for size in sizes:
+        command = [sys.executable, __file__, "--worker", str(size), "--seed", str(args.seed),
+                   "--queries", str(args.queries), "--warmup", str(args.warmup)]
+        if args.profile:
+            command += ["--profile", f"{args.profile}.{size}"]
+        common.log(f"N={size}: starting worker")
+        results[str(size)] = common.run_child(command)
+    largest = max(sizes)
+    document: dict[str, object] = {
+        "benchmark": "search",
+        "machine": common.machine(),
+        "queries_per_size": args.queries,
+        "warmup_per_size": args.warmup,
+        "profiled": bool(args.profile),
+        "sizes": results,
+        "summary": {
+            str(size): {
+                "product_p50_ms": block["product"]["p50_ms"],
+                "product_p95_ms": block["product"]["p95_ms"],
+                "no_signals_p50_ms": block["product_without_signal_updates"]["p50_ms"],
+                "no_signals_p95_ms": block["product_without_signal_updates"]["p95_ms"],
+                "floor_p50_ms": block["floor"]["p50_ms"],
+                "floor_p95_ms": block["floor"]["p95_ms"],
+                "product_p50_over_floor_p50": block["ratios"]["product_p50_over_floor_p50"],
+                "product_p95_over_floor_p95": block["ratios"]["product_p95_over_floor_p95"],
+                "within_3x_of_floor": block["ratios"]["within_3x_of_floor"],
+                "signal_update_cost_p50_ms": block["signal_update_cost"]["p50_ms"],
+            }
+            for size, block in ((size, results[str(size)]) for size in sizes)
+        },
+        f"peak_rss_mb_search_process_at_{largest}": results[str(largest)]["search_process"]["peak_rss_mb"],
+        "targets": {
+            "floor_ratio_max": TARGET_FLOOR_RATIO,
+            "within_3x_of_floor_at_every_size": all(results[str(s)]["ratios"]["within_3x_of_floor"] for s in sizes),
+            "p95_ms_max_at_10000": TARGET_P95_MS_AT_10000,
+            "p95_under_20ms_at_10000": (results["10000"]["product"]["p95_ms"] < TARGET_P95_MS_AT_10000
+                                        if "10000" in results else None),
+        },
+    }
+    common.emit(document)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The worker: prefill one size, run the interleaved rounds, then the search-only child.
+
+
+def summary(seconds: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(common.percentile(seconds, 0.50) * 1000, 3),
+        "p95_ms": round(common.percentile(seconds, 0.95) * 1000, 3),
+        "max_ms": round(max(seconds) * 1000, 3),
+        "mean_ms": round(sum(seconds) / len(seconds) * 1000, 3),
+    }
+
+
+def queries_for(size: int, seed: int, count: int, warmup: int) -> tuple[list[common.Query], list[common.Query]]:
+    # The vocabulary is the prefill's (same seed); the questions are the same at every size and in the child.
+    words = common.ProseWords(seed)
+    return (common.prose_queries(words, count, seed + 1),
+            common.prose_queries(words, warmup, seed + WARMUP_SEED_OFFSET))
+
+
+_QMARK = re.compile(r"(?<!%)%s")  # what Django's SQLite backend does to a query before sqlite3 sees it
+
+
+class _Recorder:
+    """A cursor that records what `memory.catalog.fts` would execute, so the floor runs the module's own SQL."""
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[str, list[object]]] = []
+
+    def execute(self, sql: str, params: list[object]) -> None:
+        self.statements.append((_QMARK.sub("?", sql).replace("%%", "%"), list(params)))
+
+    def fetchone(self) -> None:
+        return None
+
+    def fetchall(self) -> list[tuple]:
+        return []
+
+
+class Floor:
+    """The pipeline's FTS5 statements, bare, on a plain read-only sqlite3 connection to the product's database."""
+
+    def __init__(self, db_path: Path, root_keys: list[str], pool: int) -> None:
+        self.connection = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None,
+                                          check_same_thread=False)
+        self.root_keys = root_keys
+        self.pool = pool
+
+    def plan(self, text: str) -> dict[str, object]:
+        """The statements for one query, in the pipeline's order: probes, word index, trigram index. The probes
+        are run here once to learn which terms are unknown (the database does not change between runs)."""
+        from memory.catalog import fts
+        from memory.recall.query import parse_query, stem
+
+        query = parse_query(text)
+        if query.trivial:
+            return {"probes": [], "lists": [], "unknown": [], "terms": len(query.terms), "trivial": True}
+        probes = _Recorder()
+        unknown = set()
+        for term in query.terms:
+            if len(term) >= 5:
+                fts.term_exists(probes, f'"{stem(term)}"*')
+                sql, params = probes.statements[-1]
+                if self.connection.execute(sql, params).fetchone() is None:
+                    unknown.add(term)
+        lists = _Recorder()
+        fts.recall_unicode(lists, expression=query.unicode_expression() or '""', root_keys=self.root_keys,
+                           include_system=False, limit=self.pool)
+        trigram_expression = query.trigram_expression(unknown)
+        if trigram_expression:
+            fts.recall_trigram(lists, expression=trigram_expression, root_keys=self.root_keys,
+                               include_system=False, limit=self.pool)
+        return {"probes": probes.statements, "lists": lists.statements, "unknown": sorted(unknown),
+                "terms": len(query.terms), "trivial": False}
+
+    def run(self, plan: dict[str, object]) -> float:
+        execute = self.connection.execute
+        started = time.perf_counter()
+        for sql, params in plan["probes"]:
+            execute(sql, params).fetchone()
+        for sql, params in plan["lists"]:
+            execute(sql, params).fetchall()
+        return time.perf_counter() - started
+
+    def rows(self, plan: dict[str, object]) -> list[list[tuple]]:
+        return [self.connection.execute(sql, params).fetchall() for sql, params in plan["lists"]]
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profile: str | None) -> dict[str, object]:
+    import random
+
+    from django.db import connection
+
+    from memory.catalog import fts
+    from memory.domain.enums import EventOp, Origin, Scope
+    from memory.domain.models import ScopeRef
+    from memory.models import CatalogEntry, Event
+    from memory.recall.query import parse_query
+    from memory.services import recall as recall_service
+    from memory.services.catalog import ReindexInput, catalog_reindex
+    from memory.services.context import Caller, Selector, resolve, visible_refs
+    from memory.services.recall import SearchInput, memory_search
+
+    caller = Caller(origin=Origin.CLI, cwd=env.workspace)
+    resolved = resolve(Selector(), caller, create_workspace=True)
+    ref = ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)
+    root = resolved.root(ref)
+
+    # Prefill (not timed): the files, then one reindex.
+    common.log(f"N={size}: writing {size} memory files to {root}")
+    started = time.perf_counter()
+    paths = common.write_prose_memories(root, size, common.ProseWords(seed), random.Random(seed + 2))
+    write_s = time.perf_counter() - started
+    total_bytes = sum(path.stat().st_size for path in paths)
+    del paths
+    common.log(f"N={size}: files written in {write_s:.1f} s; reindexing")
+    started = time.perf_counter()
+    report = catalog_reindex(data=ReindexInput.parse({}), caller=caller)
+    reindex_s = time.perf_counter() - started
+    indexed = CatalogEntry.objects.filter(root_key=ref.root_key, is_system=False).count()
+    common.log(f"N={size}: reindex {reindex_s:.1f} s, {indexed} rows")
+
+    timed, warm = queries_for(size, seed, count, warmup)
+    root_keys = [r.root_key for r in visible_refs(SearchInput.parse({"query": "x"}), resolved)]
+    pool = resolved.config.memory.recall.raw_candidates
+    floor = Floor(Path(connection.settings_dict["NAME"]), root_keys, pool)
+    plans = [floor.plan(query.text) for query in timed]
+    warm_plans = [floor.plan(query.text) for query in warm]
+
+    # The floor must run exactly what the product runs: compare its rows with the module's own call through
+    # Django's connection, for a few queries.
+    same_rows = True
+    for query, plan in list(zip(timed, plans, strict=True))[:10]:
+        parsed = parse_query(query.text)
+        with connection.cursor() as cursor:
+            product_rows = fts.recall_unicode(cursor, expression=parsed.unicode_expression() or '""',
+                                              root_keys=root_keys, include_system=False, limit=pool)
+        floor_rows = floor.rows(plan)[0] if plan["lists"] else []
+        same_rows &= [(row[0], round(row[1], 9)) for row in product_rows] == \
+                     [(row[0], round(row[1], 9)) for row in floor_rows]
+
+    def noop(outcome, now) -> None:  # noqa: ANN001
+        return None
+
+    real_update = recall_service._update_signals
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+    result_counts: list[int] = []
+
+    def product(text: str, *, signals: bool, profiled: bool = False) -> float:
+        recall_service._update_signals = real_update if signals else noop
+        try:
+            if profiled:
+                profiler.enable()
+            started = time.perf_counter()
+            result = memory_search(data=SearchInput.parse({"query": text}), caller=caller)
+            elapsed = time.perf_counter() - started
+            if profiled:
+                profiler.disable()
+        finally:
+            recall_service._update_signals = real_update
+        if signals:
+            result_counts.append(len(result.results))
+        return elapsed
+
+    common.log(f"N={size}: {len(warm)} warm-up rounds")
+    for query, plan in zip(warm, warm_plans, strict=True):
+        product(query.text, signals=True)
+        product(query.text, signals=False)
+        floor.run(plan)
+    result_counts.clear()
+    events_before = Event.objects.filter(op=EventOp.RECALL_EXECUTED.value).count()
+
+    common.log(f"N={size}: {len(timed)} timed rounds (product, no_signals, floor; rotating order)")
+    times: dict[str, list[float]] = {"product": [], "no_signals": [], "floor": []}
+    variants = ["product", "no_signals", "floor"]
+    for index, (query, plan) in enumerate(zip(timed, plans, strict=True)):
+        shift = index % len(variants)
+        for variant in variants[shift:] + variants[:shift]:
+            if variant == "product":
+                times[variant].append(product(query.text, signals=True, profiled=profiler is not None))
+            elif variant == "no_signals":
+                times[variant].append(product(query.text, signals=False))
+            else:
+                times[variant].append(floor.run(plan))
+        if (index + 1) % 50 == 0:
+            common.log(f"N={size}: round {index + 1}/{len(timed)}")
+    floor.close()
+    events = Event.objects.filter(op=EventOp.RECALL_EXECUTED.value).count() - events_before
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*), COALESCE(SUM(recall_count), 0) FROM memory_recall_signals")
+        signal_rows, signal_recalls = cursor.fetchone()
+    if profiler is not None:
+        _dump_profile(profiler, profile, size)
+
+    product_s, bare_s, floor_s = times["product"], times["no_signals"], times["floor"]
+    product_sum, bare_sum, floor_sum = summary(product_s), summary(bare_s), summary(floor_s)
+    differences = [a - b for a, b in zip(product_s, bare_s, strict=True)]
+    worker_rss = common.peak_rss_mb()
+
+    common.log(f"N={size}: search-only child process")
+    connection.close()
+    child = common.run_child([sys.executable, __file__, "--search-only", str(env.home), str(env.workspace),
+                              "--size", str(size), "--seed", str(seed), "--queries", str(count),
+                              "--warmup", str(warmup)])
+
+    p50_ratio = product_sum["p50_ms"] / floor_sum["p50_ms"]
+    p95_ratio = product_sum["p95_ms"] / floor_sum["p95_ms"]
+    return {
+        "memories": size,
+        "prefill": {"write_files_s": round(write_s, 2), "reindex_s": round(reindex_s, 2),
+                    "seconds": round(write_s + reindex_s, 2), "catalog_rows": indexed, "files": report.files,
+                    "total_bytes": total_bytes},
+        "queries": {
+            "timed": len(timed),
+            "warmup": len(warm),
+            "with_typo": sum(query.typo for query in timed),
+            "with_unknown_terms_trigram_4grams": sum(bool(plan["unknown"]) for plan in plans),
+            "typo_queries_with_unknown_terms": sum(bool(plan["unknown"]) for query, plan in zip(timed, plans, strict=True)
+                                                   if query.typo),
+            "trivial": sum(bool(plan["trivial"]) for plan in plans),
+            "mean_terms": round(sum(plan["terms"] for plan in plans) / len(plans), 2),
+            "mean_results_returned": round(sum(result_counts) / max(1, len(result_counts)), 2),
+            "examples": [query.text for query in timed[:3]] + [query.text for query in timed if query.typo][:2],
+        },
+        "product": product_sum,
+        "product_without_signal_updates": bare_sum,
+        "floor": floor_sum,
+        "signal_update_cost": {
+            "p50_ms": round(product_sum["p50_ms"] - bare_sum["p50_ms"], 3),
+            "p95_ms": round(product_sum["p95_ms"] - bare_sum["p95_ms"], 3),
+            "mean_ms": round(product_sum["mean_ms"] - bare_sum["mean_ms"], 3),
+            "median_of_paired_differences_ms": round(common.percentile(differences, 0.5) * 1000, 3),
+            "share_of_product_p50": round((product_sum["p50_ms"] - bare_sum["p50_ms"]) / product_sum["p50_ms"], 3),
+        },
+        "ratios": {
+            "product_p50_over_floor_p50": round(p50_ratio, 2),
+            "product_p95_over_floor_p95": round(p95_ratio, 2),
+            "within_3x_of_floor": p50_ratio <= TARGET_FLOOR_RATIO and p95_ratio <= TARGET_FLOOR_RATIO,
+        },
+        "p95_under_20ms": product_sum["p95_ms"] < TARGET_P95_MS_AT_10000,
+        "search_process": child,
+        "peak_rss_mb_worker_incl_prefill": worker_rss,
+        "checks": {
+            "floor_rows_equal_product_sql_rows_first_10_queries": same_rows,
+            "recall_executed_events_during_timed_rounds": events,
+            "expected_events": 2 * len(timed),
+            "signal_rows": signal_rows,
+            "signal_recall_count_total": signal_recalls,
+        },
+    }
+
+
+def _dump_profile(profiler, path: str, size: int) -> None:  # noqa: ANN001
+    import io
+    import pstats
+
+    profiler.dump_stats(path)
+    for key in ("cumulative", "tottime"):
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(30)
+        common.log(f"N={size}: profile of the timed product calls ({key}), saved to {path}:\n{out.getvalue()}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The search-only child: a process that only searches, to measure its peak RSS.
+
+
+def search_only(home: Path, workspace: Path, size: int, seed: int, count: int, warmup: int) -> dict[str, object]:
+    common.attach(home)
+    from memory.domain.enums import Origin
+    from memory.services.context import Caller
+    from memory.services.recall import SearchInput, memory_search
+
+    rss_at_start = common.peak_rss_mb()
+    caller = Caller(origin=Origin.CLI, cwd=workspace)
+    timed, warm = queries_for(size, seed, count, warmup)
+    for query in warm:
+        memory_search(data=SearchInput.parse({"query": query.text}), caller=caller)
+    seconds = []
+    for query in timed:
+        started = time.perf_counter()
+        memory_search(data=SearchInput.parse({"query": query.text}), caller=caller)
+        seconds.append(time.perf_counter() - started)
+    rss = _current_rss_mb()
+    return {
+        "peak_rss_mb": common.peak_rss_mb(),
+        "peak_rss_mb_after_startup_before_searching": rss_at_start,
+        "rss_mb_at_end": rss,
+        "searches": len(timed) + len(warm),
+        "product": summary(seconds),
+    }
+
+
+def _current_rss_mb() -> float | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+if __name__ == "__main__":
+    main()
