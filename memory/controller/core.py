@@ -15,7 +15,7 @@ from django.db import connection
 from compozy.config import Config
 from memory.catalog.queries import RootCatalogView
 from memory.domain.document import Document, parse_document, render_document
-from memory.domain.enums import MUTATING_OPS, ControllerMode, Op
+from memory.domain.enums import MUTATING_OPS, ControllerMode, Op, Origin
 from memory.domain.errors import Conflict, Rejected, ValidationError
 from memory.domain.models import Candidate, Frontmatter, Provenance, format_timestamp, sha256_text, utc_now
 from memory.models import Decision
@@ -86,7 +86,7 @@ def replay_unapplied() -> list[str]:
         if ref.root_key not in cleaned:
             files.remove_stale_temp_files(root)
             cleaned.add(ref.root_key)
-        apply_decision(decision, root=root, replaying=True)
+        apply_decision(decision, root=root, replaying=True, external=decision.origin == Origin.FILE.value)
         replayed.append(decision.id)
     return replayed
 
