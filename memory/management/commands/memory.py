@@ -28,6 +28,7 @@ VERBS_HELP = """verbs:
   list        list memories, newest first (counted cursor pages)
   search      recall: rank memories for a question or task
   snapshot    the frozen memory section for a session's prompt (and its injection log)
+  token       rotate the API bearer token
   show        print one memory
   decisions   list, show or revert controller decisions
   history     the legacy operation history over memory events
@@ -143,6 +144,9 @@ class Command(BaseCommand):
         snap.add_argument("--show-log", action="store_true", help="list the entries injected into --session")
         selectors(snap)
 
+        token = verb("token", "The API bearer token in $COMPOZY_HOME/token.")
+        token.add_argument("action", choices=["rotate", "path"], help="rotate: replace it; path: where it is")
+
         show = verb("show", "Print one memory.")
         show.add_argument("filename")
         selectors(show, system=True)
@@ -249,6 +253,15 @@ class Command(BaseCommand):
             self._fields(options, "session_id", "parent_session_id", "query", *self._SELECTORS))
         render.emit(snapshots.snapshot_assemble(data=data, caller=caller).to_json(), options["output"],
                     lambda document: document["text"].rstrip("\n"))
+
+    def _verb_token(self, options: dict[str, Any], caller: Caller) -> None:
+        from memory.api.auth import rotate_token, token_path
+
+        if options["action"] == "rotate":
+            rotate_token()
+        document = {"path": str(token_path()), "rotated": options["action"] == "rotate"}
+        render.emit(document, options["output"],
+                    lambda d: ("New token written to " if d["rotated"] else "The token is in ") + d["path"])
 
     def _verb_show(self, options: dict[str, Any], caller: Caller) -> None:
         data = memories.ShowInput.parse(self._fields(options, "filename", "include_system", *self._SELECTORS))
