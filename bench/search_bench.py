@@ -26,14 +26,17 @@ Three variants run interleaved query by query, the order rotating each round so 
                  (captured from a recording cursor; Django's %s placeholders turned into ?). Statements are
                  prepared before the clock starts; the floor times execute + fetch only.
 
-After the timed rounds, a child process (`--search-only`) opens the finished home the way a CLI process does and runs
-only the warm-up and the 200 product searches, so its peak RSS is the search's, not the prefill's.
+After the worker's timed rounds, the coordinator starts a child (`--search-only`) that opens the finished home the
+way a CLI process does and runs only the warm-up and the 200 product searches, and reports its own peak RSS
+(ru_maxrss; the coordinator never imports Django, so the value Linux carries over from the parent is small). Then
+the coordinator removes the home.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sqlite3
 import sys
 import time
@@ -66,8 +69,14 @@ def main() -> None:
         env = common.start(f"search-{args.worker}")
         try:
             result = worker(env, args.worker, args.seed, args.queries, args.warmup, args.profile)
-        finally:
+        except BaseException:
             common.finish()
+            raise
+        # The home stays for the coordinator's search-only child; the coordinator removes it afterwards.
+        from django.db import connections
+
+        connections.close_all()
+        result["_run"] = {"base": str(env.base), "home": str(env.home), "workspace": str(env.workspace)}
         common.emit(result)
     else:
         coordinate(sorted(common.parse_sizes(args.sizes)), args)
@@ -86,7 +95,18 @@ def coordinate(sizes: list[int], args: argparse.Namespace) -> None:
         if args.profile:
             command += ["--profile", f"{args.profile}.{size}"]
         common.log(f"N={size}: starting worker")
-        results[str(size)] = common.run_child(command)
+        block = common.run_child(command)
+        run = block.pop("_run")
+        try:
+            # Started from this process, which never imports Django, so the child's ru_maxrss (inherited across
+            # fork on Linux) is its own: the search's, not the prefill's.
+            common.log(f"N={size}: search-only child process")
+            block["search_process"] = common.run_child([
+                sys.executable, __file__, "--search-only", run["home"], run["workspace"], "--size", str(size),
+                "--seed", str(args.seed), "--queries", str(args.queries), "--warmup", str(args.warmup)])
+        finally:
+            shutil.rmtree(run["base"], ignore_errors=True)
+        results[str(size)] = block
     largest = max(sizes)
     document: dict[str, object] = {
         "benchmark": "search",
@@ -328,12 +348,6 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
     differences = [a - b for a, b in zip(product_s, bare_s, strict=True)]
     worker_rss = common.peak_rss_mb()
 
-    common.log(f"N={size}: search-only child process")
-    connection.close()
-    child = common.run_child([sys.executable, __file__, "--search-only", str(env.home), str(env.workspace),
-                              "--size", str(size), "--seed", str(seed), "--queries", str(count),
-                              "--warmup", str(warmup)])
-
     p50_ratio = product_sum["p50_ms"] / floor_sum["p50_ms"]
     p95_ratio = product_sum["p95_ms"] / floor_sum["p95_ms"]
     return {
@@ -351,7 +365,8 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
             "trivial": sum(bool(plan["trivial"]) for plan in plans),
             "mean_terms": round(sum(plan["terms"] for plan in plans) / len(plans), 2),
             "mean_results_returned": round(sum(result_counts) / max(1, len(result_counts)), 2),
-            "examples": [query.text for query in timed[:3]] + [query.text for query in timed if query.typo][:2],
+            "examples": ([query.text for query in timed if not query.typo][:3]
+                         + [query.text for query in timed if query.typo][:2]),
         },
         "product": product_sum,
         "product_without_signal_updates": bare_sum,
@@ -369,7 +384,6 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
             "within_3x_of_floor": p50_ratio <= TARGET_FLOOR_RATIO and p95_ratio <= TARGET_FLOOR_RATIO,
         },
         "p95_under_20ms": product_sum["p95_ms"] < TARGET_P95_MS_AT_10000,
-        "search_process": child,
         "peak_rss_mb_worker_incl_prefill": worker_rss,
         "checks": {
             "floor_rows_equal_product_sql_rows_first_10_queries": same_rows,
@@ -412,20 +426,21 @@ def search_only(home: Path, workspace: Path, size: int, seed: int, count: int, w
         started = time.perf_counter()
         memory_search(data=SearchInput.parse({"query": query.text}), caller=caller)
         seconds.append(time.perf_counter() - started)
-    rss = _current_rss_mb()
     return {
         "peak_rss_mb": common.peak_rss_mb(),
         "peak_rss_mb_after_startup_before_searching": rss_at_start,
-        "rss_mb_at_end": rss,
+        "vm_hwm_mb": _status_mb("VmHWM"),
+        "rss_mb_at_end": _status_mb("VmRSS"),
         "searches": len(timed) + len(warm),
         "product": summary(seconds),
     }
 
 
-def _current_rss_mb() -> float | None:
+def _status_mb(field: str) -> float | None:
+    """A field of /proc/self/status in MB (VmHWM: this process image's peak RSS; VmRSS: its RSS now)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         pass

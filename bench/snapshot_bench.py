@@ -11,8 +11,8 @@ vocabulary, provenance spread over the last 60 days), 50 global memories in `$CO
 25 feedback), and the workspace checkpoint `<ws>/.compozy/memory/project_checkpoint_summary.md` (where the spec
 puts it); then one `catalog_reindex`.
 
-Every measured call is `memory.services.snapshots.snapshot_assemble` (a boot request from the CLI origin, no
-session id):
+Every measured call is `snapshot_assemble(data=SnapshotInput.parse(request), caller=...)`, input parsing included (a
+boot request from the CLI origin, no session id):
   cold_no_query     the generation is advanced (`advance_generation()` in a transaction, outside the clock)
                     before each call, so each call builds, stores and memoizes a new snapshot
   cold_with_query   the same, and each call also carries a distinct question, so it runs recall (and records its
@@ -162,11 +162,10 @@ def worker(env: common.Env, size: int, seed: int, cold: int, cached: int, profil
         profiler = cProfile.Profile()
 
     def assemble(request: dict[str, object], *, profiled: bool = False) -> tuple[float, object]:
-        data = SnapshotInput.parse(request)
         if profiled:
             profiler.enable()
         started = time.perf_counter()
-        result = snapshot_assemble(data=data, caller=caller)
+        result = snapshot_assemble(data=SnapshotInput.parse(request), caller=caller)
         elapsed = time.perf_counter() - started
         if profiled:
             profiler.disable()
