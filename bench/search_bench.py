@@ -171,7 +171,7 @@ class _Recorder:
     def __init__(self) -> None:
         self.statements: list[tuple[str, list[object]]] = []
 
-    def execute(self, sql: str, params: list[object]) -> None:
+    def execute(self, sql: str, params: list[object] = ()) -> None:  # type: ignore[assignment]
         self.statements.append((_QMARK.sub("?", sql).replace("%%", "%"), list(params)))
 
     def fetchone(self) -> None:
@@ -179,6 +179,26 @@ class _Recorder:
 
     def fetchall(self) -> list[tuple]:
         return []
+
+
+class _LiveRecorder(_Recorder):
+    """Records the statements and also runs them on the floor's connection, for the probes whose answers decide
+    what the pipeline issues next."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        super().__init__()
+        self.connection = connection
+        self._rows: list[tuple] = []
+
+    def execute(self, sql: str, params: list[object] = ()) -> None:  # type: ignore[assignment]
+        super().execute(sql, params)
+        self._rows = self.connection.execute(*self.statements[-1]).fetchall()
+
+    def fetchone(self) -> tuple | None:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[tuple]:
+        return self._rows
 
 
 class Floor:
@@ -194,23 +214,22 @@ class Floor:
         """The statements for one query, in the pipeline's order: probes, word index, trigram index. The probes
         are run here once to learn which terms are unknown (the database does not change between runs)."""
         from memory.catalog import fts
-        from memory.recall.query import parse_query, stem
+        from memory.recall.query import parse_query
 
         query = parse_query(text)
         if query.trivial:
             return {"probes": [], "lists": [], "unknown": [], "terms": len(query.terms), "trivial": True}
-        probes = _Recorder()
-        unknown = set()
-        for term in query.terms:
-            if len(term) >= 5:
-                fts.term_exists(probes, f'"{stem(term)}"*')
-                sql, params = probes.statements[-1]
-                if self.connection.execute(sql, params).fetchone() is None:
-                    unknown.add(term)
+        from memory.recall.pipeline import classify_terms
+
+        probes = _LiveRecorder(self.connection)
+        common, rare, unseen = classify_terms(probes, query)
+        # The document count is cached by the pipeline per memory generation, not issued per query.
+        probes.statements = [(sql, params) for sql, params in probes.statements if "FROM memory_chunks" not in sql]
+        unknown = unseen
         lists = _Recorder()
-        fts.recall_unicode(lists, expression=query.unicode_expression() or '""', root_keys=self.root_keys,
+        fts.recall_unicode(lists, expression=query.unicode_expression(common) or '""', root_keys=self.root_keys,
                            include_system=False, limit=self.pool)
-        trigram_expression = query.trigram_expression(unknown)
+        trigram_expression = query.trigram_expression(rare, unseen)
         if trigram_expression:
             fts.recall_trigram(lists, expression=trigram_expression, root_keys=self.root_keys,
                                include_system=False, limit=self.pool)

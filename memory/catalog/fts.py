@@ -68,39 +68,74 @@ RECALL_COLUMNS = ("entry_id", "bm25", "snippet", "root_key", "scope", "workspace
                   "content_hash", "is_system")
 
 
+def count_matches(cursor, expression: str, cap: int) -> int:
+    """How many documents match, counted up to `cap` (the scan stops there, so a common term stays cheap)."""
+    cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {UNICODE_TABLE} WHERE {UNICODE_TABLE} MATCH %s LIMIT %s)",
+                   [expression, cap])
+    return int(cursor.fetchone()[0])
+
+
+def document_count(cursor) -> int:
+    cursor.execute("SELECT count(*) FROM memory_chunks")
+    return int(cursor.fetchone()[0])
+
+
 def term_exists(cursor, expression: str) -> bool:
     """Whether any document matches; FTS5 stops at the first hit, so this is cheap even for common terms."""
     cursor.execute(f"SELECT rowid FROM {UNICODE_TABLE} WHERE {UNICODE_TABLE} MATCH %s LIMIT 1", [expression])
     return cursor.fetchone() is not None
 
 
+# The ranked FTS5 query runs alone first (joining every match to its catalog row costs more than the ranking),
+# over-fetching this many times the pool; catalog rows are then read for those hits only.
+OVERFETCH = 4
+_ROW_SQL = (
+    "SELECT c.id, e.id, e.root_key, e.scope, e.workspace_id, e.agent_name, e.agent_tier, e.filename, e.type, e.slug, "
+    "e.name, e.description, c.body, e.updated_at, e.created_at, e.size, e.content_hash, e.is_system "
+    # CROSS JOIN fixes the loop order: chunks by rowid first. Left to itself, SQLite walks the root's whole index.
+    "FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
+)
+
+
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
-            include_system: bool, limit: int, snippet_tokens: int) -> list[tuple]:
-    marks = ", ".join("%s" for _ in root_keys)
+            include_system: bool, limit: int) -> list[tuple]:
+    score = f"bm25({table}, {', '.join(str(w) for w in weights)})"
+    roots = ", ".join("%s" for _ in root_keys)
     system = "" if include_system else " AND e.is_system = 0"
-    cursor.execute(
-        f"""
-        SELECT c.entry_id, bm25({table}, {', '.join(str(w) for w in weights)}) AS score,
-               snippet({table}, 2, '', '', '…', {snippet_tokens}),
-               e.root_key, e.scope, e.workspace_id, e.agent_name, e.agent_tier, e.filename, e.type, e.slug,
-               e.name, e.description, c.body, e.updated_at, e.created_at, e.size, e.content_hash, e.is_system
-        FROM {table} f
-        JOIN memory_chunks c ON c.id = f.rowid
-        JOIN memory_catalog_entries e ON e.id = c.entry_id
-        WHERE {table} MATCH %s AND e.root_key IN ({marks}){system}
-        ORDER BY score LIMIT %s
-        """,
-        [expression, *root_keys, limit],
-    )
-    return cursor.fetchall()
+    fetch = limit * OVERFETCH
+    cursor.execute(f"SELECT rowid, {score} AS score FROM {table} WHERE {table} MATCH %s ORDER BY score LIMIT %s",
+                   [expression, fetch])
+    hits = cursor.fetchall()
+    ranked: list[tuple] = []
+    if hits:
+        marks = ", ".join("%s" for _ in hits)
+        cursor.execute(_ROW_SQL + f"WHERE c.id IN ({marks}) AND e.root_key IN ({roots}){system}",
+                       [rowid for rowid, _score in hits] + list(root_keys))
+        by_chunk = {row[0]: row for row in cursor.fetchall()}
+        ranked = [(by_chunk[rowid], value) for rowid, value in hits if rowid in by_chunk][:limit]
+    if len(ranked) < limit and len(hits) == fetch:
+        # Other roots' memories filled the over-fetched hits: rank within the visible roots directly.
+        cursor.execute(
+            f"SELECT c.id, {score} AS score FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
+            f"JOIN memory_catalog_entries e ON e.id = c.entry_id "
+            f"WHERE {table} MATCH %s AND e.root_key IN ({roots}){system} ORDER BY score LIMIT %s",
+            [expression, *root_keys, limit],
+        )
+        scored = cursor.fetchall()
+        marks = ", ".join("%s" for _ in scored)
+        cursor.execute(_ROW_SQL + f"WHERE c.id IN ({marks})", [rowid for rowid, _value in scored])
+        by_chunk = {row[0]: row for row in cursor.fetchall()}
+        ranked = [(by_chunk[rowid], value) for rowid, value in scored if rowid in by_chunk]
+    # RECALL_COLUMNS order: entry_id, bm25, then the catalog columns. Snippets are cut by the caller from the body:
+    # FTS5's snippet() over a rowid list would re-run the whole match.
+    return [(row[1], value, "", *row[2:]) for row, value in ranked]
 
 
 def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int) -> list[tuple]:
     """Rows of RECALL_COLUMNS, best bm25 first, from the word index."""
-    return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit, 24)
+    return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit)
 
 
 def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int) -> list[tuple]:
     """Rows of RECALL_COLUMNS, best bm25 first, from the trigram index: partial words and typos."""
-    # A trigram token is three characters, so the snippet window is counted in trigrams.
-    return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit, 64)
+    return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit)

@@ -15,6 +15,7 @@ from django.db import connection
 
 from compozy.config import Config
 from memory.catalog import fts
+from memory.catalog.fts import quote_term
 from memory.domain.models import SCOPE_DEPTH, ScopeRef, utc_now
 
 from .query import RecallQuery, stem
@@ -76,6 +77,26 @@ def _term_pattern(query: RecallQuery) -> re.Pattern[str]:
     return re.compile("(?<![^\\W_])(?:" + "|".join(groups) + ")")
 
 
+SNIPPET_CHARS = 160
+
+
+def snippet(pattern: re.Pattern[str], text: str, fragments: list[str] = ()) -> str:  # type: ignore[assignment]
+    """A window of the body around the first query term (or fragment) it contains, with ellipses where cut."""
+    flat = " ".join(text.split())
+    lowered = flat.lower()
+    match = pattern.search(lowered) if pattern.pattern else None
+    start = match.start() if match else min((i for i in (lowered.find(f) for f in fragments) if i >= 0), default=0)
+    begin = max(0, start - SNIPPET_CHARS // 3)
+    if begin:
+        space = flat.find(" ", begin)
+        begin = space + 1 if 0 <= space < start else begin
+    end = min(len(flat), begin + SNIPPET_CHARS)
+    if end < len(flat):
+        space = flat.rfind(" ", begin, end)
+        end = space if space > start else end
+    return ("…" if begin else "") + flat[begin:end] + ("…" if end < len(flat) else "")
+
+
 def _terms_in(pattern: re.Pattern[str], text: str) -> set[int]:
     return {match.lastindex for match in pattern.finditer(text.lower()) if match.lastindex}
 
@@ -130,6 +151,42 @@ def _deepest_holders(candidates: list[Candidate], root_keys: list[str]) -> dict[
     return deepest
 
 
+# A term in at least this share of all memories is common: bm25 gives it almost no weight, yet it would make nearly
+# every memory a match to score. Below RARE_SHARE a term is rare enough to search as a substring too.
+COMMON_SHARE = 0.5
+RARE_SHARE = 0.05
+_documents: dict[tuple[str, int], int] = {}
+
+
+def _document_count(cursor) -> int:  # noqa: ANN001
+    from memory.catalog.indexer import current_generation
+
+    key = (str(connection.settings_dict["NAME"]), current_generation())
+    if key not in _documents:
+        _documents.clear()
+        _documents[key] = fts.document_count(cursor)
+    return _documents[key]
+
+
+def classify_terms(cursor, query: RecallQuery) -> tuple[set[str], set[str], set[str]]:  # noqa: ANN001
+    """(common, rare, unseen) by document frequency, each count stopping as soon as the answer is known."""
+    total = _document_count(cursor)
+    common_at = max(20, int(total * COMMON_SHARE))
+    rare_below = max(20, int(total * RARE_SHARE))
+    common: set[str] = set()
+    rare: set[str] = set()
+    unseen: set[str] = set()
+    for term in query.terms:
+        frequency = fts.count_matches(cursor, query.unicode_form(term), common_at)
+        if frequency >= common_at:
+            common.add(term)
+        elif frequency < rare_below:
+            rare.add(term)
+        if len(term) >= 3 and (frequency == 0 or not fts.term_exists(cursor, quote_term(term))):
+            unseen.add(term)
+    return common, rare, unseen
+
+
 def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: int, include_system: bool,
            now: datetime | None = None) -> Recall:
     settings = config.memory.recall
@@ -137,11 +194,10 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     root_keys = [ref.root_key for ref in refs]
     pool = settings.raw_candidates
     with connection.cursor() as cursor:
-        unknown = {term for term in query.terms if len(term) >= 5
-                   and not fts.term_exists(cursor, f'"{stem(term)}"*')}
-        unicode_rows = fts.recall_unicode(cursor, expression=query.unicode_expression() or '""',
+        common, rare, unseen = classify_terms(cursor, query)
+        unicode_rows = fts.recall_unicode(cursor, expression=query.unicode_expression(common) or '""',
                                           root_keys=root_keys, include_system=include_system, limit=pool)
-        trigram_expression = query.trigram_expression(unknown)
+        trigram_expression = query.trigram_expression(rare, unseen)
         trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
                                           include_system=include_system, limit=pool) if trigram_expression else []
     columns = fts.RECALL_COLUMNS
@@ -149,9 +205,9 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
     candidates: dict[int, Candidate] = {}
     for rank, row in enumerate(unicode_list):
-        candidates[row["entry_id"]] = Candidate(row=row, snippet=row["snippet"], unicode_rank=rank)
+        candidates[row["entry_id"]] = Candidate(row=row, unicode_rank=rank)
     for rank, row in enumerate(trigram_list):
-        candidate = candidates.setdefault(row["entry_id"], Candidate(row=row, snippet=row["snippet"]))
+        candidate = candidates.setdefault(row["entry_id"], Candidate(row=row))
         candidate.trigram_rank = rank
 
     now = now or utc_now()
@@ -183,6 +239,10 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
             shadowed.append(candidate)
         else:
             winners.append(candidate)
+    pattern = _term_pattern(query) if query.terms else re.compile("")
+    fragments = sorted(rare | unseen, key=len, reverse=True)
+    for candidate in winners + shadowed:
+        candidate.snippet = snippet(pattern, candidate.row["body"], fragments)
     return Recall(query, winners, shadowed)
 
 

@@ -48,25 +48,29 @@ class RecallQuery:
     def trivial(self) -> bool:
         return len(self.terms) < MIN_MEANINGFUL_TERMS
 
-    def unicode_expression(self) -> str | None:
-        """Each term as a prefix of its stem (exact for short terms), OR-joined: a memory needs only some of the
-        words of a question, and bm25 ranks the ones that share more of them higher."""
-        parts = []
-        for term in self.terms:
-            if len(term) >= 4 and term.isalnum():
-                parts.append(f"{quote_term(stem(term))}*")
-            else:
-                parts.append(quote_term(term))
-        return " OR ".join(dict.fromkeys(parts)) or None
+    def unicode_form(self, term: str) -> str:
+        """Longer terms as a prefix of their stem; short ones exact."""
+        if len(term) >= 4 and term.isalnum():
+            return f"{quote_term(stem(term))}*"
+        return quote_term(term)
 
-    def trigram_expression(self, unknown: set[str]) -> str | None:
-        """Substrings for partial words; for terms the word index has never seen (likely typos), their 4-grams."""
+    def unicode_expression(self, common: set[str] | frozenset[str] = frozenset()) -> str | None:
+        """The terms OR-joined: a memory needs only some of the words of a question, and bm25 ranks the ones that
+        share more of them higher. Terms in `common` (found in most memories, so bm25 gives them almost no
+        weight while they make every memory a match) are left out unless nothing else is left."""
+        kept = [term for term in self.terms if term not in common] or list(self.terms)
+        return " OR ".join(dict.fromkeys(self.unicode_form(term) for term in kept)) or None
+
+    def trigram_expression(self, rare: set[str], unseen: set[str]) -> str | None:
+        """The trigram index is for partial words and typos. Rare terms go in as substrings (a common one would
+        make the query scan most of the catalog for little gain); terms the word index has never seen as a word
+        go in as substrings and, when long enough, by their 4-grams, which still meet a misspelt word."""
         parts: list[str] = []
         for term in self.terms:
-            if len(term) < 3:
+            if len(term) < 3 or term not in rare | unseen:
                 continue
             parts.append(quote_term(term))
-            if term in unknown and len(term) >= 5:
+            if term in unseen and len(term) >= 5:
                 parts.extend(quote_term(gram) for gram in ngrams(term))
         return " OR ".join(dict.fromkeys(parts)) or None
 

@@ -84,7 +84,7 @@ def match(connection, table: str, expression: str) -> list[int]:
 def test_user_text_never_produces_an_fts5_syntax_error(fts, table, text):
     query = parse_query(text)
     unicode_expression = query.unicode_expression()
-    trigram_expression = query.trigram_expression(set(query.terms))
+    trigram_expression = query.trigram_expression(set(query.terms), set(query.terms))
     assert (unicode_expression is None) == (not query.terms)
     for expression in (unicode_expression, trigram_expression):
         if expression is not None:
@@ -94,7 +94,7 @@ def test_user_text_never_produces_an_fts5_syntax_error(fts, table, text):
 @pytest.mark.parametrize("text", HOSTILE_QUERIES.values(), ids=HOSTILE_QUERIES.keys())
 def test_every_term_is_a_quoted_string_literal(text):
     query = parse_query(text)
-    for expression in (query.unicode_expression(), query.trigram_expression(set(query.terms))):
+    for expression in (query.unicode_expression(), query.trigram_expression(set(query.terms), set(query.terms))):
         if expression is None:
             continue
         for part in expression.split(" OR "):
@@ -116,7 +116,8 @@ def test_diacritics_are_folded_on_both_sides(fts):
 
 def test_a_term_is_found_in_other_scripts(fts):
     assert 4 in match(fts, "words", parse_query("документация рантайма").unicode_expression())
-    assert match(fts, "trigrams", parse_query("运行时文档 晴れ").trigram_expression(set())) == [3]
+    query = parse_query("运行时文档 晴れ")
+    assert match(fts, "trigrams", query.trigram_expression(set(query.terms), set())) == [3]
 
 
 def test_terms_are_lowercased_deduplicated_and_capped():
@@ -181,8 +182,20 @@ def test_a_stem_prefix_matches_the_other_forms_of_a_word():
 
 def test_typos_are_looked_up_by_four_grams_only_when_the_word_index_never_saw_them():
     query = parse_query("documantation runtime")
-    known = query.trigram_expression(set())
-    unknown = query.trigram_expression({"documantation"})
+    rare = {"documantation", "runtime"}
+    known = query.trigram_expression(rare, set())
+    unknown = query.trigram_expression(rare, {"documantation"})
     assert known == '"documantation" OR "runtime"'
     assert '"docu"' in unknown and '"tion"' in unknown and '"runtime"' in unknown
     assert '"runt"' not in unknown
+
+
+def test_common_terms_are_left_out_of_the_word_query_unless_nothing_else_is_left():
+    query = parse_query("runtime documentation")
+    assert query.unicode_expression({"runtime"}) == '"document"*'
+    assert query.unicode_expression({"runtime", "documentation"}) == '"runtime"* OR "document"*'
+
+
+def test_common_terms_are_left_out_of_the_trigram_query():
+    query = parse_query("runtime documentation")
+    assert query.trigram_expression({"documentation"}, set()) == '"documentation"'
