@@ -101,11 +101,10 @@ def _terms_in(pattern: re.Pattern[str], text: str) -> set[int]:
     return {match.lastindex for match in pattern.finditer(text.lower()) if match.lastindex}
 
 
-def rerank(query: RecallQuery, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rerank(query: RecallQuery, rows: list[dict[str, Any]], pattern: re.Pattern[str]) -> list[dict[str, Any]]:
     """Order the word index's candidates by bm25 scaled by query coverage and header matches."""
     if not query.terms:
         return rows
-    pattern = _term_pattern(query)
     scored = []
     for row in rows:
         in_header = _terms_in(pattern, f"{row['name']} {row['description']}")
@@ -154,7 +153,7 @@ def _deepest_holders(candidates: list[Candidate], root_keys: list[str]) -> dict[
 # A term in at least this share of all memories is common: bm25 gives it almost no weight, yet it would make nearly
 # every memory a match to score. Below RARE_SHARE a term is rare enough to search as a substring too.
 COMMON_SHARE = 0.5
-RARE_SHARE = 0.05
+RARE_SHARE = 0.01
 _documents: dict[tuple[str, int], int] = {}
 
 
@@ -201,7 +200,8 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
                                           include_system=include_system, limit=pool) if trigram_expression else []
     columns = fts.RECALL_COLUMNS
-    unicode_list = rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows])
+    pattern = _term_pattern(query) if query.terms else re.compile("")
+    unicode_list = rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern)
     trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
     candidates: dict[int, Candidate] = {}
     for rank, row in enumerate(unicode_list):
@@ -225,21 +225,23 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         candidate.score = round(sum(candidate.parts.values()), 6)
 
     ranked = sorted(candidates.values(), key=lambda c: (-c.score, c.row["filename"], c.row["root_key"]))
-    deepest = _deepest_holders(ranked, root_keys)
+    # Only the head of the ranking can become results; look its holders up first and the rest only if needed.
+    deepest = _deepest_holders(ranked[: top_k * 3], root_keys)
     winners: list[Candidate] = []
     shadowed: list[Candidate] = []
     # Walk down the ranking until top-K winners are found; a shadowed entry met on the way would have been a
     # result, so it is reported beside them (never silently dropped), but it is not a winner.
-    for candidate in ranked:
+    for position, candidate in enumerate(ranked):
         if len(winners) >= top_k:
             break
+        if position == top_k * 3:
+            deepest.update(_deepest_holders(ranked[position:], root_keys))
         depth, identity = deepest.get(candidate.key, (candidate.depth, candidate.identity()))
         if depth > candidate.depth:
             candidate.shadowed_by = identity
             shadowed.append(candidate)
         else:
             winners.append(candidate)
-    pattern = _term_pattern(query) if query.terms else re.compile("")
     fragments = sorted(rare | unseen, key=len, reverse=True)
     for candidate in winners + shadowed:
         candidate.snippet = snippet(pattern, candidate.row["body"], fragments)
