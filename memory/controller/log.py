@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from memory.domain.enums import DECISION_EVENT, MUTATING_OPS, EventOp, Op
 from memory.domain.models import canonical_json, sha256_text, utc_now
 from memory.models import Decision
 
 from . import faults
+
+# The busy timeout every connection is opened with (settings.DATABASES init_command).
+DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 
 def decision_identity(candidate_hash: str, op: Op, targets: list[str], target_filename: str, post_hash: str,
@@ -149,3 +154,27 @@ def record_event(op: EventOp, **fields: Any) -> None:
              values["session_id"], values["actor"], values["decision_id"], values["target"], json.dumps(metadata),
              connection.ops.adapt_datetimefield_value(utc_now())],
         )
+
+
+# How long a best-effort write waits for another process's write lock before giving up.
+BEST_EFFORT_WAIT_MS = 100
+_log = logging.getLogger("compozy.memory")
+
+
+def best_effort_write(write: Callable[[], None], *, what: str) -> bool:
+    """Run `write` in a transaction, waiting at most BEST_EFFORT_WAIT_MS for the database's write lock. Returns
+    whether it was written. For bookkeeping (recall signals, caches) that must never hold an answer back."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"PRAGMA busy_timeout = {BEST_EFFORT_WAIT_MS}")
+    try:
+        with transaction.atomic():
+            write()
+        return True
+    except OperationalError as exc:
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        _log.warning("skipped %s: the database is busy with another writer", what)
+        return False
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {DEFAULT_BUSY_TIMEOUT_MS}")

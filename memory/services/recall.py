@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from django.db import connection, transaction
+from django.db import connection
 from pydantic import Field
 
-from memory.controller.log import record_event
+from memory.controller.log import best_effort_write, record_event
 from memory.domain.enums import EventOp
 from memory.domain.errors import ValidationError
 from memory.domain.models import utc_now
@@ -54,14 +54,20 @@ def memory_search(*, data: SearchInput, caller: Caller) -> SearchResult:
 
 def record_recall(outcome: Recall, query_text: str, caller: Caller, resolved: Resolved, now, *,  # noqa: ANN001
                   top_k: int, scope: object = None) -> None:
-    """The signals of the entries returned and the executed event, in one transaction after the answer."""
-    with transaction.atomic():
+    """The signals of the entries returned and the executed event, in one transaction after the answer.
+
+    Best effort: when another process holds the database's write lock (a long reindex, say), waiting for it
+    would hold the answer back, so after a short wait the bookkeeping is skipped and logged instead."""
+
+    def write() -> None:
         _update_signals(outcome, now)
         record_event(EventOp.RECALL_EXECUTED,
                      metadata={"result_count": len(outcome.winners), "shadowed_count": len(outcome.shadowed),
                                "top_k": top_k, "terms": len(outcome.query.terms)},
                      workspace_id=resolved.workspace_id, session_id=caller.session_id or "",
                      actor=caller.origin.value, scope=getattr(scope, "value", "") or "")
+
+    best_effort_write(write, what="recall signals and event")
 
 
 def _ordered(outcome: Recall) -> list[Candidate]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
@@ -9,6 +10,7 @@ from pydantic import Field
 
 from compozy.config import compozy_home
 from memory.catalog.indexer import current_generation
+from memory.controller.log import best_effort_write
 from memory.domain.enums import Scope
 from memory.domain.errors import NotFound, ValidationError
 from memory.domain.models import ScopeRef, canonical_json, sha256_text, utc_now
@@ -85,7 +87,7 @@ def snapshot_assemble(*, data: SnapshotInput, caller: Caller) -> SnapshotResult:
             snapshot_id, text, digest, entries = memo
             return SnapshotResult(text=text, generation=generation, sha256=digest, session_id=None,
                                   parent_session_id=None, cached=True, entries=entries)
-        stored = Snapshot.objects.filter(request_hash=request_hash, generation=generation).first()
+        stored = _cached(request_hash, generation)
         cached = stored is not None
         if stored is None:
             built = _build(data, resolved, caller)
@@ -99,6 +101,17 @@ def snapshot_assemble(*, data: SnapshotInput, caller: Caller) -> SnapshotResult:
         return _result(stored, data.session_id, None, cached=cached)
     raise ValidationError("Memory kept changing while the snapshot was assembled; try again.",
                           details={"reason": "unstable_generation"})
+
+
+def _cached(request_hash: str, generation: int) -> Snapshot | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, text, sha256, entries FROM memory_snapshots WHERE request_hash = %s "
+                       "AND generation = %s", [request_hash, generation])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Snapshot(id=row[0], request_hash=request_hash, generation=generation, text=row[1], sha256=row[2],
+                    entries=json.loads(row[3]))
 
 
 def _build(data: SnapshotInput, resolved: Resolved, caller: Caller) -> assembly.Assembly:
@@ -128,20 +141,23 @@ def _build(data: SnapshotInput, resolved: Resolved, caller: Caller) -> assembly.
 
 
 def _store(request_hash: str, generation: int, built: assembly.Assembly) -> Snapshot:
+    snapshot = Snapshot(request_hash=request_hash, generation=generation, text=built.text,
+                        sha256=sha256_text(built.text), entries=built.entries, created_at=utc_now())
     try:
-        with transaction.atomic():
-            return Snapshot.objects.create(request_hash=request_hash, generation=generation, text=built.text,
-                                           sha256=sha256_text(built.text), entries=built.entries,
-                                           created_at=utc_now())
+        # The cache is bookkeeping: a busy database must not hold a session's prompt back.
+        best_effort_write(lambda: snapshot.save(force_insert=True), what="the snapshot cache")
     except IntegrityError:
         # Another process assembled the same request at the same generation first: its bytes are the snapshot.
         return Snapshot.objects.get(request_hash=request_hash, generation=generation)
+    return snapshot
 
 
 def _record_session(session_id: str, parent: str, resolved: Resolved, stored: Snapshot, agent: str) -> None:
     now = utc_now()
     try:
         with transaction.atomic():
+            if stored.pk is None:
+                stored.save(force_insert=True)  # the cache write was skipped while the database was busy
             SessionSnapshot.objects.create(session_id=session_id, parent_session_id=parent,
                                            workspace_id=resolved.workspace_id, agent_name=agent, snapshot=stored,
                                            created_at=now)
