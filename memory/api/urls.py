@@ -13,6 +13,8 @@ urlpatterns = [
     path("api/memory/history", views.History.as_view(), name="memory-history"),
     path("api/memory/health", views.Health.as_view(), name="memory-health"),
     path("api/memory/reindex", views.Reindex.as_view(), name="memory-reindex"),
+    path("api/memory/promote", views.Promote.as_view(), name="memory-promote"),
+    path("api/memory/ad-hoc", views.Note.as_view(), name="memory-note"),
     # Last: the filename is captured whole (slashes and dots included) so the service rejects traversal with
     # memory.validation instead of the router answering 404.
     path("api/memory/<path:filename>", views.MemoryItem.as_view(), name="memory-item"),

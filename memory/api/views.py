@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.domain.errors import NotFound, ValidationError
-from memory.services import catalog, decisions, history, memories, recall
+from memory.services import catalog, decisions, history, memories, promote, propose, recall
 from memory.services.context import Caller
 
 from .auth import request_origin
@@ -105,6 +105,18 @@ class Reindex(APIView):
     def post(self, request: Request) -> Response:
         data = catalog.ReindexInput.parse(body(request))
         return ok(catalog.catalog_reindex(data=data, caller=caller_of(request)))
+
+
+class Promote(APIView):
+    def post(self, request: Request) -> Response:
+        data = promote.PromoteInput.parse(body(request))
+        return ok(promote.memory_promote(data=data, caller=caller_of(request)))
+
+
+class Note(APIView):
+    def post(self, request: Request) -> Response:
+        data = propose.NoteInput.parse(body(request))
+        return ok(propose.memory_note(data=data, caller=caller_of(request)))
 
 
 def api_not_found(request, exception=None):  # noqa: ANN001, ANN201

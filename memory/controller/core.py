@@ -103,7 +103,7 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
                     "Fix or remove it by hand, then retry.",
                     details={"filename": target, "reason": invalid},
                 )
-        previous = _same_candidate_same_state(candidate, root)
+        previous = previous_decision(candidate, root)
         if previous is not None:
             return _finish(Outcome(previous, applied=False, dry_run=dry_run))
         verdict = decide(candidate, RootCatalogView(candidate.ref.root_key), rule_settings(config))
@@ -135,7 +135,7 @@ def _finish(outcome: Outcome) -> Outcome:
     return outcome
 
 
-def _same_candidate_same_state(candidate: Candidate, root: Path) -> Decision | None:
+def previous_decision(candidate: Candidate, root: Path) -> Decision | None:
     """The stored decision for this candidate, if nothing in its root has changed since it was made."""
     with connection.cursor() as cursor:
         cursor.execute(

@@ -163,8 +163,13 @@ class Candidate(BaseModel):
     session_id: str | None = None
     entity: str | None = None
     revert_of: str | None = None
+    # A request identity chosen by the caller (an atomic batch's payload), used instead of the candidate's content:
+    # a retried batch re-stages against a body that already holds its changes, so only the request is stable.
+    request_key: str | None = None
 
     def candidate_hash(self) -> str:
+        if self.request_key:
+            return sha256_text(canonical_json({"ref": self.ref.as_dict(), "request": self.request_key}))
         payload = {
             "ref": self.ref.as_dict(),
             "origin": self.origin.value,

@@ -18,7 +18,7 @@ from memory.cli import render
 from memory.domain.document import decode_utf8
 from memory.domain.enums import Origin
 from memory.domain.errors import CompozyError, ValidationError
-from memory.services import catalog, decisions, history, memories, recall, snapshots
+from memory.services import catalog, decisions, history, memories, promote, recall, snapshots
 from memory.services.context import Caller
 
 VERBS_HELP = """verbs:
@@ -28,6 +28,7 @@ VERBS_HELP = """verbs:
   list        list memories, newest first (counted cursor pages)
   search      recall: rank memories for a question or task
   snapshot    the frozen memory section for a session's prompt (and its injection log)
+  promote     copy a memory into another scope
   token       rotate the API bearer token
   show        print one memory
   decisions   list, show or revert controller decisions
@@ -144,6 +145,14 @@ class Command(BaseCommand):
         snap.add_argument("--show-log", action="store_true", help="list the entries injected into --session")
         selectors(snap)
 
+        promote = verb("promote", "Copy a memory into another scope through the controller.")
+        promote.add_argument("filename")
+        promote.add_argument("--from", dest="from_scope", required=True, help="global, workspace, agent[:tier]")
+        promote.add_argument("--to", dest="to_scope", required=True, help="global, workspace, agent[:tier]")
+        promote.add_argument("--agent", dest="agent_name", help="the agent, when either side is agent scope")
+        promote.add_argument("--workspace", default=os.environ.get("COMPOZY_WORKSPACE") or None)
+        promote.add_argument("--dry-run", action="store_true")
+
         token = verb("token", "The API bearer token in $COMPOZY_HOME/token.")
         token.add_argument("action", choices=["rotate", "path"], help="rotate: replace it; path: where it is")
 
@@ -253,6 +262,11 @@ class Command(BaseCommand):
             self._fields(options, "session_id", "parent_session_id", "query", *self._SELECTORS))
         render.emit(snapshots.snapshot_assemble(data=data, caller=caller).to_json(), options["output"],
                     lambda document: document["text"].rstrip("\n"))
+
+    def _verb_promote(self, options: dict[str, Any], caller: Caller) -> None:
+        data = promote.PromoteInput.parse(self._fields(options, "filename", "from_scope", "to_scope", "agent_name",
+                                                       "workspace", "dry_run"))
+        render.emit(promote.memory_promote(data=data, caller=caller).to_json(), options["output"], render.human_write)
 
     def _verb_token(self, options: dict[str, Any], caller: Caller) -> None:
         from memory.api.auth import rotate_token, token_path

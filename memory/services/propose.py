@@ -1,0 +1,232 @@
+"""Agent writes: `compozy__memory_propose` (a single write, or an atomic batch of body operations on one document)
+and `compozy__memory_note`. Both go through the controller with origin `tool`; a sub-agent may not write."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from memory.controller.core import previous_decision, submit
+from memory.controller.log import record_event
+from memory.domain.document import check_body, normalize_body, parse_document
+from memory.domain.enums import EventOp, MemoryType, Origin, RequestKind, Scope
+from memory.domain.errors import Rejected, ValidationError
+from memory.domain.models import Candidate, Frontmatter, canonical_json, sha256_text, utc_now
+from memory.domain.names import ad_hoc_filename, parse_filename, validate_filename
+from memory.domain.scanner import scan
+from memory.store import files
+
+from .context import Caller, Input, Selector, resolve, resolve_ref
+from .memories import DeleteInput, WriteInput, _frontmatter, _limits, memory_delete, memory_write
+from .views import Result, WriteResult, decision_summary
+
+SUBAGENT_DENIED = "memory_subagent_write_denied"
+
+
+class Operation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["add", "replace", "remove"]
+    content: str | None = None
+    old_text: str | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> Operation:
+        if self.action == "add" and (not self.content or self.old_text is not None):
+            raise ValueError("add needs content and forbids old_text")
+        if self.action == "replace" and (not self.old_text or self.content is None):
+            raise ValueError("replace needs old_text and content")
+        if self.action == "remove" and (not self.old_text or self.content is not None):
+            raise ValueError("remove needs old_text and forbids content")
+        return self
+
+
+class ProposeInput(Selector):
+    operation: Literal["add", "update", "delete"] | None = None
+    filename: str | None = None
+    type: MemoryType | None = None
+    name: str | None = None
+    description: str | None = None
+    content: str | None = None
+    operations: list[Operation] | None = Field(default=None, min_length=1, max_length=100)
+    dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _not_mixed(self) -> ProposeInput:
+        if self.operations is not None and (self.operation is not None or self.content is not None):
+            raise ValueError("operations cannot be mixed with operation or content")
+        if self.operations is None and self.operation is None:
+            raise ValueError("give either operation (add, update, delete) or operations")
+        return self
+
+
+class OperationStatus(Result):
+    index: int
+    action: str
+    changed: bool
+    status: Literal["applied", "not_applied", "already_applied"]
+
+
+class ProposeResult(Result):
+    decision: dict[str, Any]
+    applied: bool
+    dry_run: bool
+    operations: list[OperationStatus] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        # A single write has the write shape {decision, applied, dry_run}; only a batch reports its operations.
+        document = super().to_json()
+        if document["operations"] is None:
+            del document["operations"]
+        return document
+
+
+class NoteInput(Selector):
+    title: str = Field(min_length=1, max_length=200)
+    content: str
+    type: MemoryType = MemoryType.PROJECT
+
+
+def _deny_subagent(caller: Caller, data: Selector) -> None:
+    if caller.parent_session_id:
+        record_event(EventOp.WRITE_REJECTED, session_id=caller.session_id or "", actor=caller.origin.value,
+                     scope=data.scope.value if data.scope else "",
+                     metadata={"reason": SUBAGENT_DENIED, "parent_session_id": caller.parent_session_id})
+        raise Rejected("A sub-agent session cannot write memory.", details={"reason": SUBAGENT_DENIED})
+
+
+def memory_propose(*, data: ProposeInput, caller: Caller) -> ProposeResult:
+    _deny_subagent(caller, data)
+    selectors = data.model_dump(include={"scope", "agent_name", "agent_tier", "workspace"}, exclude_none=True)
+    if data.operations is None:
+        if data.operation == "delete":
+            if not data.filename:
+                raise ValidationError("A delete needs filename.", details={"field": "filename"})
+            result = memory_delete(data=DeleteInput.parse({**selectors, "filename": data.filename,
+                                                           "dry_run": data.dry_run}), caller=caller)
+        else:
+            fields = {"type": data.type, "name": data.name, "description": data.description,
+                      "content": data.content or "", "dry_run": data.dry_run}
+            if data.operation == "update" and data.filename:
+                fields = _fill_from_existing(data, selectors, caller, fields)
+            result = memory_write(data=WriteInput.parse({**selectors, **fields}), caller=caller)
+        return ProposeResult(**result.to_json())
+    return _batch(data, selectors, caller)
+
+
+def _fill_from_existing(data: ProposeInput, selectors: dict[str, Any], caller: Caller,
+                        fields: dict[str, Any]) -> dict[str, Any]:
+    filename = validate_filename(data.filename or "")
+    memory_type, _slug = parse_filename(filename)
+    resolved = resolve(Selector.parse(selectors), caller)
+    ref = resolve_ref(Selector.parse(selectors), memory_type, resolved)
+    raw = files.read_bytes(resolved.root(ref), filename)
+    if raw is None:
+        return fields
+    current = parse_document(raw.decode("utf-8")).frontmatter
+    return {**fields, "type": fields["type"] or current.type, "name": fields["name"] or current.name,
+            "description": fields["description"] or current.description}
+
+
+def _stage(body: str, operations: list[Operation]) -> tuple[str, list[bool]]:
+    """Run the operations in order against the body. Any missing or ambiguous old_text rejects the batch."""
+    changed: list[bool] = []
+    for index, operation in enumerate(operations):
+        if operation.action == "add":
+            block = normalize_body(operation.content or "")
+            blocks = [part.strip() for part in body.split("\n\n")] if body.strip() else []
+            if block in blocks:
+                changed.append(False)
+                continue
+            body = f"{body}\n\n{block}" if body.strip() else block
+            changed.append(True)
+            continue
+        count = body.count(operation.old_text or "")
+        if count != 1:
+            raise ValidationError(
+                f"Operation {index}: old_text {'was not found' if count == 0 else 'is ambiguous'} in the body.",
+                details={"index": index, "reason": "old_text_missing" if count == 0 else "old_text_ambiguous"},
+            )
+        replacement = operation.content if operation.action == "replace" else ""
+        body = body.replace(operation.old_text or "", replacement or "", 1)
+        changed.append(True)
+    return normalize_body(body), changed
+
+
+def _batch(data: ProposeInput, selectors: dict[str, Any], caller: Caller) -> ProposeResult:
+    if not data.filename:
+        raise ValidationError("An atomic batch names its document: filename.", details={"field": "filename"})
+    filename = validate_filename(data.filename)
+    memory_type, slug = parse_filename(filename)
+    if memory_type is None:
+        raise ValidationError("Ad-hoc notes are not edited in place.", details={"filename": filename})
+    selector = Selector.parse(selectors)
+    resolved = resolve(selector, caller, create_workspace=True)
+    ref = resolve_ref(selector, memory_type, resolved)
+    root = resolved.root(ref)
+    raw = files.read_bytes(root, filename)
+    current = parse_document(raw.decode("utf-8")) if raw is not None else None
+    request_key = sha256_text(canonical_json({"filename": filename, "operations": [op.model_dump() for op in
+                                                                                   data.operations or []],
+                                               "name": data.name, "description": data.description}))
+    probe = Candidate(ref=ref, origin=caller.origin, request_key=request_key)
+    previous = previous_decision(probe, root)
+    if previous is not None and not data.dry_run:
+        # A retry: the body already holds these changes, so it is not staged again.
+        return ProposeResult(decision=decision_summary(previous), applied=False, dry_run=False, operations=[
+            OperationStatus(index=index, action=op.action, changed=False, status="already_applied")
+            for index, op in enumerate(data.operations or [])])
+    body, changed = _stage(current.body if current else "", data.operations or [])
+    if not body.strip() and current is None:
+        raise ValidationError("The batch leaves a new document empty.", details={"reason": "empty"})
+    verdict = scan(data.name or "", data.description or "", body)
+    if not verdict.clean:
+        raise Rejected("The batch was rejected by the content scanner: " + ", ".join(verdict.rejected_rules) + ".",
+                       details={"rules": list(verdict.rejected_rules)})
+    if body.strip():
+        check_body(body, _limits(resolved))
+    if current is None and not data.name:
+        raise ValidationError("A new document needs name and description.", details={"field": "name"})
+    if not body.strip():
+        candidate = Candidate(ref=ref, origin=caller.origin, kind=RequestKind.DELETE, target_filename=filename,
+                              named_target=True, session_id=caller.session_id, request_key=request_key)
+    else:
+        front = _frontmatter(
+            name=data.name or (current.frontmatter.name if current else slug),
+            description=data.description or (current.frontmatter.description if current else ""),
+            type=memory_type, scope=ref.scope, agent=ref.agent_name or None, agent_tier=ref.agent_tier,
+            provenance=current.frontmatter.provenance.model_dump() if current and current.frontmatter.provenance else None,
+        )
+        candidate = Candidate(ref=ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front, body=body,
+                              target_filename=filename, named_target=True, session_id=caller.session_id,
+                              request_key=request_key)
+    outcome = submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
+    statuses = [
+        OperationStatus(index=index, action=operation.action, changed=changed[index],
+                        status="applied" if outcome.applied and changed[index] else "not_applied")
+        for index, operation in enumerate(data.operations or [])
+    ]
+    return ProposeResult(decision=decision_summary(outcome.decision), applied=outcome.applied,
+                         dry_run=outcome.dry_run, operations=statuses)
+
+
+def memory_note(*, data: NoteInput, caller: Caller) -> WriteResult:
+    """An ad-hoc note: `_system/ad_hoc/ad_hoc_<timestamp>_<slug>.md`, outside curated recall unless asked for."""
+    _deny_subagent(caller, data)
+    selector = Selector.parse(data.model_dump(include={"scope", "agent_name", "agent_tier", "workspace"},
+                                              exclude_none=True))
+    resolved = resolve(selector, caller, create_workspace=True)
+    ref = resolve_ref(selector, data.type, resolved)
+    body = normalize_body(data.content)
+    check_body(body, _limits(resolved))
+    filename = "_system/ad_hoc/" + ad_hoc_filename(utc_now(), data.title)
+    front: Frontmatter = _frontmatter(name=data.title, description=f"Ad-hoc note: {data.title}", type=data.type,
+                                      scope=ref.scope, agent=ref.agent_name or None, agent_tier=ref.agent_tier)
+    candidate = Candidate(ref=ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front, body=body,
+                          target_filename=filename, session_id=caller.session_id)
+    outcome = submit(candidate, root=resolved.root(ref), config=resolved.config)
+    return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
+
+
+__all__ = ["memory_propose", "memory_note", "ProposeInput", "NoteInput", "Input", "Origin", "Scope"]
