@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "memory",
     "inspector",
     "rest_framework",
+    "drf_spectacular",
     "django_q",
 ]
 
@@ -118,8 +119,17 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["memory.api.auth.BearerOrSocketAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "EXCEPTION_HANDLER": "memory.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Compozy Memory API",
+    "DESCRIPTION": "Durable, auditable memory for AI coding agents. Bodies are the documents the CLI prints with -o json.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "memory.api.schema.add_components"],
+}
+
 # Request bodies over 1 MiB are refused (memory.validation, 413) before they are parsed.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 

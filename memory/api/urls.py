@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
 
 from . import views
 
 urlpatterns = [
+    path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/memory", views.MemoryCollection.as_view(), name="memory-collection"),
     path("api/memory/search", views.Search.as_view(), name="memory-search"),
     path("api/memory/decisions", views.DecisionCollection.as_view(), name="memory-decisions"),
