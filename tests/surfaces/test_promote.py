@@ -1,0 +1,61 @@
+"""promote copies a memory into another scope through the controller, on the CLI, HTTP and MCP."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.domain.enums import Origin
+from memory.domain.errors import NotFound, ScopeInvalid, ValidationError
+from memory.services import promote
+from memory.services.context import Caller
+from tests import helpers as h
+
+pytestmark = pytest.mark.django_db
+
+
+def run(cwd, **fields):
+    return promote.memory_promote(data=promote.PromoteInput.parse(fields), caller=Caller(origin=Origin.CLI, cwd=cwd))
+
+
+def test_promote_copies_a_workspace_memory_to_global_as_a_new_decision(home, workspace_dir):
+    h.write(workspace_dir, name="Deploy Path", content="Deploys go through the signed artifact path.")
+    result = run(workspace_dir, filename="project_deploy_path.md", from_scope="workspace", to_scope="global")
+    assert result.applied is True and result.decision.op == "add" and result.decision.scope == "global"
+    copied = (home / "memory" / "project_deploy_path.md").read_text()
+    assert "scope: global" in copied and "signed artifact" in copied
+    assert (workspace_dir / ".compozy" / "memory" / "project_deploy_path.md").exists()
+
+
+def test_promote_into_an_agent_tier_needs_the_agent(home, workspace_dir):
+    h.write(workspace_dir, name="Style", type="feedback", scope="global", content="Keep review comments short.")
+    result = run(workspace_dir, filename="feedback_style.md", from_scope="global", to_scope="agent:global",
+                 agent_name="reviewer")
+    assert result.decision.agent_name == "reviewer" and result.decision.agent_tier == "global"
+    assert (home / "agents" / "reviewer" / "memory" / "feedback_style.md").is_file()
+    with pytest.raises(ScopeInvalid):
+        run(workspace_dir, filename="feedback_style.md", from_scope="global", to_scope="agent")
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"filename": "project_missing.md", "from_scope": "workspace", "to_scope": "global"}, NotFound),
+        ({"filename": "project_x.md", "from_scope": "galaxy", "to_scope": "global"}, ScopeInvalid),
+        ({"filename": "project_x.md", "from_scope": "global:workspace", "to_scope": "workspace"}, ScopeInvalid),
+        ({"filename": "project_x.md", "from_scope": "workspace", "to_scope": "workspace"}, ValidationError),
+        ({"filename": "../project_x.md", "from_scope": "workspace", "to_scope": "global"}, ValidationError),
+    ],
+)
+def test_bad_promotions_are_refused(home, workspace_dir, fields, error):
+    h.write(workspace_dir, name="Present", content="A memory so the workspace exists.")
+    with pytest.raises(error):
+        run(workspace_dir, **fields)
+
+
+def test_promote_on_the_cli(cli):
+    cli("memory", "write", "--type", "project", "--name", "Cli Promote", "--description", "d",
+        "--content", "Promoted from the command line.")
+    result = cli("memory", "promote", "project_cli_promote.md", "--from", "workspace", "--to", "global", "-o", "json")
+    assert result.code == 0, result.stdout
+    assert result.json["decision"]["scope"] == "global"
+    assert (cli.home / "memory" / "project_cli_promote.md").is_file()
