@@ -348,3 +348,133 @@ class Profiler:
             pstats.Stats(self._profile, stream=out).sort_stats(key).print_stats(25)
             log(f"profile ({key}) saved to {self.path}:\n{out.getvalue()}")
         self._profile = None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A live `compozy serve` for the API benchmark: loopback TCP and the Unix socket, stopped by pid.
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (loopback only)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _descendants(pid: int) -> list[int]:
+    """The pids below `pid` now, from /proc (Linux), depth first."""
+    found: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            children = [int(part) for part in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+        for child in children:
+            found.append(child)
+            found.extend(_descendants(child))
+    return found
+
+
+@dataclass
+class LiveServer:
+    """`compozy serve --bind 127.0.0.1:<port> --no-cluster`, started by `start_server` and stopped by
+    `stop_server`, which ends the serve process and the gunicorn processes it started, by their pids only."""
+
+    home: Path
+    workspace: Path
+    port: int
+    process: object  # subprocess.Popen
+    log_path: Path
+    children: list[int]
+
+    @property
+    def socket_path(self) -> Path:
+        return self.home / "run" / "compozy.sock"
+
+    @property
+    def token(self) -> str:
+        return (self.home / "token").read_text().strip()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+def start_server(home: Path, workspace: Path, log_path: Path, *, timeout_s: float = 60.0) -> LiveServer:
+    """Start the server (cwd = workspace, COMPOZY_HOME = home, no other COMPOZY_* variable) and wait until
+    /healthz answers over TCP and the socket exists. Its stdout and stderr go to `log_path`."""
+    import subprocess
+
+    import httpx
+
+    compozy = str(Path(sys.executable).parent / "compozy")
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("COMPOZY_")}
+    env["COMPOZY_HOME"] = str(home)
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    log_file = open(log_path, "wb")  # noqa: SIM115 - the child holds it; closed when this function returns
+    try:
+        process = subprocess.Popen([compozy, "serve", "--bind", f"127.0.0.1:{port}", "--no-cluster"], cwd=workspace,
+                                   env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    finally:
+        log_file.close()
+    server = LiveServer(home=home, workspace=workspace, port=port, process=process, log_path=log_path, children=[])
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"compozy serve exited with {process.returncode}: {server_log_tail(server)}")
+            try:
+                if (server.socket_path.exists()
+                        and httpx.get(f"{server.base_url}/healthz", timeout=1).status_code == 200):
+                    server.children = _descendants(process.pid)
+                    return server
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"compozy serve did not answer /healthz within {timeout_s:.0f} s: {server_log_tail(server)}")
+    except BaseException:
+        stop_server(server)
+        raise
+
+
+def stop_server(server: LiveServer, *, timeout_s: float = 30.0) -> int | None:
+    """SIGTERM to the serve process (it stops gunicorn), then SIGKILL by pid to whatever it started that is still
+    alive. Returns the serve process's exit code."""
+    import contextlib
+    import signal
+    import subprocess
+
+    process = server.process
+    pids = list(dict.fromkeys([*server.children, *_descendants(process.pid)]))
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+    for pid in pids:
+        # Only pids recorded as this server's descendants, and only while they still look like ours.
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"gunicorn" in cmdline or b"compozy" in cmdline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    return process.returncode
+
+
+def server_log_tail(server: LiveServer, lines: int = 20) -> str:
+    try:
+        return "\n".join(server.log_path.read_text("utf-8", "replace").splitlines()[-lines:])
+    except OSError:
+        return ""
