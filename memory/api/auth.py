@@ -21,11 +21,23 @@ def token_path() -> Path:
     return compozy_home() / "token"
 
 
+_cached: dict[str, tuple[int, str]] = {}
+
+
 def read_or_create_token() -> str:
+    """The token, re-read only when the file changes (a rotation takes effect on the next request)."""
     path = token_path()
-    if not path.exists():
+    try:
+        stamp = path.stat().st_mtime_ns
+    except FileNotFoundError:
         rotate_token()
-    return path.read_text().strip()
+        stamp = path.stat().st_mtime_ns
+    cached = _cached.get(str(path))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    token = path.read_text().strip()
+    _cached[str(path)] = (stamp, token)
+    return token
 
 
 def rotate_token() -> str:

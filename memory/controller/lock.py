@@ -17,6 +17,9 @@ from compozy.config import compozy_home
 from memory.domain.errors import ControllerTimeout
 
 _held = threading.local()
+# Threads of one process (a server's workers) queue here first, so only one of them polls the flock and a writer
+# that just released it cannot starve the others.
+_process_queue = threading.Lock()
 
 
 @contextmanager
@@ -29,10 +32,28 @@ def write_lock(timeout_ms: int) -> Iterator[None]:
         finally:
             _held.depth -= 1
         return
+    deadline = time.monotonic() + timeout_ms / 1000
+    if not _process_queue.acquire(timeout=timeout_ms / 1000):
+        raise ControllerTimeout(
+            f"Another writer held the memory write lock for more than {timeout_ms} ms.",
+            details={"timeout_ms": timeout_ms},
+        )
+    try:
+        with _file_lock(deadline, timeout_ms):
+            _held.depth = 1
+            try:
+                yield
+            finally:
+                _held.depth = 0
+    finally:
+        _process_queue.release()
+
+
+@contextmanager
+def _file_lock(deadline: float, timeout_ms: int) -> Iterator[None]:
     run_dir = compozy_home() / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(run_dir / "write.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    deadline = time.monotonic() + timeout_ms / 1000
     delay = 0.001
     try:
         while True:
@@ -47,11 +68,9 @@ def write_lock(timeout_ms: int) -> Iterator[None]:
                     ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.02)
-        _held.depth = 1
         try:
             yield
         finally:
-            _held.depth = 0
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
