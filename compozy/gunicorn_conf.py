@@ -6,8 +6,8 @@ import os
 
 umask = 0o177  # the socket file is created 0600: access to it is the UDS credential
 worker_class = "gthread"
-workers = 1
-threads = 8
+workers = 2  # both cores; threads absorb slow requests without a worker timeout killing them
+threads = 4
 timeout = 60
 accesslog = None
 # gunicorn 27 opens a control socket under $HOME by default; two instances would fight over it.
