@@ -478,3 +478,24 @@ def server_log_tail(server: LiveServer, lines: int = 20) -> str:
         return "\n".join(server.log_path.read_text("utf-8", "replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The floors' bare durable write: what the product's atomic write does, with nothing around it.
+
+
+def floor_atomic_write(directory: Path, filename: str, data: bytes) -> None:
+    """Temp file, fsync, rename over the target, fsync of the directory."""
+    temp = directory / f".{filename}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, directory / filename)
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import sqlite3
 import sys
 import time
@@ -147,26 +146,6 @@ def run(env: common.Env, count: int, seed: int, profile: str | None) -> dict[str
     }
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(directory: Path, filename: str, data: bytes) -> None:
-    temp = directory / f".{filename}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, directory / filename)
-    _fsync_dir(directory)
-
-
 def floor_run(directory: Path, count: int, words: common.Words, *, index_file: bool = False) -> float:
     """With index_file, each apply also rewrites a one-line-per-memory index file atomically, as the product
     re-renders MEMORY.md."""
@@ -202,7 +181,7 @@ def floor_run(directory: Path, count: int, words: common.Words, *, index_file: b
                          "WHERE applied_at IS NULL ORDER BY decided_at, id").fetchall()
     for decision_id, filename, name, description, body, document in pending:
         data = document.encode("utf-8")
-        _atomic_write(files_dir, filename, data)
+        common.floor_atomic_write(files_dir, filename, data)
         db.execute("BEGIN IMMEDIATE")
         cursor = db.execute("INSERT INTO entries(filename, name, description, content_hash) VALUES (?,?,?,?)",
                             (filename, name, description, hashlib.sha256(data).hexdigest()))
@@ -212,7 +191,7 @@ def floor_run(directory: Path, count: int, words: common.Words, *, index_file: b
         if index_file:
             index_lines.append(f"- [{name}]({filename}) — {description}")
             text = "# Memory Index\n\n" + "\n".join(index_lines) + "\n"
-            _atomic_write(files_dir, "MEMORY.md", text.encode("utf-8"))
+            common.floor_atomic_write(files_dir, "MEMORY.md", text.encode("utf-8"))
         db.execute("BEGIN IMMEDIATE")
         db.execute("INSERT INTO events(op, decision_id, target, ts) VALUES (?,?,?,?)",
                    ("write.add", decision_id, filename, "2024-01-01T00:00:00Z"))

@@ -307,26 +307,6 @@ CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, op TEXT, decision_id 
 """
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(directory: Path, filename: str, data: bytes) -> None:
-    temp = directory / f".{filename}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, directory / filename)
-    _fsync_dir(directory)
-
-
 class Floor:
     """The bare loop, prefilled to the same N: files in its directory and rows in every table.
 
@@ -392,7 +372,7 @@ class Floor:
         )
         self.full.execute("COMMIT")
         # 2. The atomic file write.
-        _atomic_write(self.files_dir, filename, document.encode("utf-8"))
+        common.floor_atomic_write(self.files_dir, filename, document.encode("utf-8"))
         # 3. The catalog row and its FTS5 row, one transaction.
         self.normal.execute("BEGIN IMMEDIATE")
         cursor = self.normal.execute(
@@ -409,7 +389,7 @@ class Floor:
         self.index_lines.append(line)
         if self.rewrite_index:
             text = "# Memory Index\n\n" + "\n".join(self.index_lines) + "\n"
-            _atomic_write(self.files_dir, "MEMORY.md", text.encode("utf-8"))
+            common.floor_atomic_write(self.files_dir, "MEMORY.md", text.encode("utf-8"))
         else:
             fd = os.open(self.files_dir / "MEMORY.md", os.O_WRONLY | os.O_APPEND)
             try:
