@@ -3,8 +3,10 @@ in subprocess tests, where each child process uses the SQLite file under its own
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,6 +17,7 @@ import pytest
 
 # Settings read COMPOZY_HOME at import: point it somewhere disposable before Django loads.
 _SESSION_HOME = tempfile.mkdtemp(prefix="compozy-test-home-")
+atexit.register(shutil.rmtree, _SESSION_HOME, True)
 os.environ["COMPOZY_HOME"] = _SESSION_HOME
 for _name in list(os.environ):
     if _name.startswith("COMPOZY_") and ("__" in _name or _name in ("COMPOZY_WORKSPACE", "COMPOZY_FAULT")):
