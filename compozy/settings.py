@@ -51,6 +51,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files come from the app itself (the inspector works offline), found in place without collectstatic.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -104,7 +106,14 @@ USE_I18N = False
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = COMPOZY_HOME / "static"
+WHITENOISE_USE_FINDERS = True
+
+# The inspector's sessions: a signed-in operator stays signed in for two weeks; cookies are never sent to scripts.
+LOGIN_URL = "/inspector/signin"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
 
 Q_CLUSTER = {
     "name": "compozy",

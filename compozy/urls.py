@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 
 def healthz(request):  # noqa: ANN001, ANN201
@@ -9,6 +10,11 @@ def healthz(request):  # noqa: ANN001, ANN201
     return JsonResponse({"status": "ok"})
 
 
-urlpatterns = [path("healthz", healthz), path("", include("memory.api.urls"))]
+urlpatterns = [
+    path("healthz", healthz),
+    path("", RedirectView.as_view(url="/inspector/", permanent=False)),
+    path("inspector/", include("inspector.urls")),
+    path("", include("memory.api.urls")),
+]
 
 handler404 = "memory.api.views.api_not_found"

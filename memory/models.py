@@ -213,3 +213,24 @@ class Injection(models.Model):
             models.Index(fields=["session_id", "position"], name="injection_session"),
             models.Index(fields=["root_key", "filename"], name="injection_entry"),
         ]
+
+
+class Job(models.Model):
+    """memory_jobs: long operator work (a reindex started from the inspector) run by the task cluster, with its
+    progress, so any page or process can follow it."""
+
+    id = models.CharField(primary_key=True, max_length=26)
+    kind = models.CharField(max_length=32)
+    status = models.CharField(max_length=16)  # queued, running, succeeded, failed
+    input = models.JSONField(default=dict)
+    origin = models.CharField(max_length=16)
+    done = models.IntegerField(default=0)
+    total = models.IntegerField(default=0)
+    result = models.JSONField(null=True)
+    error = models.JSONField(null=True)
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True)
+    finished_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "memory_jobs"

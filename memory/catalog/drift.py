@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory.domain.document import parse_document
 from memory.domain.errors import ValidationError
 from memory.domain.models import sha256_text
+from memory.domain.names import parse_filename
 from memory.models import CatalogEntry
 from memory.store import files
 
@@ -22,6 +24,7 @@ class RootDrift:
     orphaned: list[str] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
     invalid: list[dict[str, str]] = field(default_factory=list)
+    files_by_type: Counter[str] = field(default_factory=Counter)
 
     @property
     def clean(self) -> bool:
@@ -50,6 +53,10 @@ def drift_for_root(root_key: str, root: Path, *, include_system: bool = False) -
                in rows.values_list("filename", "size", "mtime_ns", "content_hash")}
     on_disk = files.list_document_names(root, include_system=include_system)
     report.disk_files = len(on_disk)
+    for filename in on_disk:
+        # The filename carries the type; an ad-hoc note's type lives only in its frontmatter.
+        memory_type, _slug = parse_filename(filename)
+        report.files_by_type[memory_type.value if memory_type else "ad_hoc"] += 1
     report.indexed_files = len(catalog)
     for filename in on_disk:
         known = catalog.get(filename)

@@ -39,3 +39,8 @@ def block(candidate: Candidate, banner: str | None) -> str:
 
 def render_recall(header: str, blocks: list[str]) -> str:
     return "\n\n".join([header, *blocks]) + "\n"
+
+
+def recall_section_text(header: str, blocks: list[str]) -> str:
+    """The recall section of a snapshot, byte for byte."""
+    return f"<compozy_recall>\n{render_recall(header, blocks)}</compozy_recall>"

@@ -31,8 +31,12 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
     drift = []
     global_files = workspace_files = indexed = orphaned = unindexed = modified = 0
     invalid: list[dict[str, str]] = []
+    file_counts: dict[str, dict[str, int]] = {}
     for ref in refs:
         report = drift_for_root(ref.root_key, resolved.root(ref), include_system=data.include_system)
+        by_type = file_counts.setdefault(ref.scope.value, {})
+        for memory_type, count in report.files_by_type.items():
+            by_type[memory_type] = by_type.get(memory_type, 0) + count
         if ref.scope is Scope.GLOBAL:
             global_files += report.disk_files
         elif ref.scope is Scope.WORKSPACE:
@@ -68,6 +72,7 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         global_files=global_files,
         workspace_files=workspace_files,
         workspace_count=Workspace.objects.count(),
+        file_counts=file_counts,
         indexed_files=indexed,
         orphaned_files=orphaned,
         unindexed_files=unindexed,

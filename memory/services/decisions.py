@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Q
 
 from memory.controller.revert import revert_decision
-from memory.domain.enums import Op
+from memory.domain.enums import Op, Origin
 from memory.domain.errors import NotFound, ValidationError
 from memory.models import Decision
 
@@ -18,6 +18,7 @@ from .views import DecisionList, DecisionShow, Page, RevertResult, decision_deta
 class DecisionListInput(Selector):
     filename: str | None = None
     op: Op | None = None
+    origin: Origin | None = None
     since: str | None = None
     cursor: str | None = None
     limit: int | None = None
@@ -47,10 +48,12 @@ def decision_list(*, data: DecisionListInput, caller: Caller) -> DecisionList:
         queryset = queryset.filter(target_filename=data.filename)
     if data.op is not None:
         queryset = queryset.filter(op=data.op.value)
+    if data.origin is not None:
+        queryset = queryset.filter(origin=data.origin.value)
     since = parse_since(data.since)
     if since is not None:
         queryset = queryset.filter(decided_at__gte=since)
-    binding = {"filename": data.filename, "op": data.op, "since": data.since, "scope": data.scope,
+    binding = {"filename": data.filename, "op": data.op, "origin": data.origin, "since": data.since, "scope": data.scope,
                "agent": data.agent_name, "tier": data.agent_tier, "workspace": _resolved.workspace_id}
     rows, page = page_of(
         queryset.order_by("-decided_at", "-id").defer("post_content", "prior_content"),

@@ -11,14 +11,31 @@ from memory.controller.core import submit
 from memory.domain.document import Limits, check_body, normalize_body, parse_document, split_frontmatter
 from memory.domain.enums import MemoryType, RequestKind
 from memory.domain.errors import NotFound, ValidationError
-from memory.domain.models import Candidate, Frontmatter, ScopeRef, sha256_text, translate_pydantic_error
+from memory.domain.models import (
+    Candidate,
+    Frontmatter,
+    ScopeRef,
+    sha256_text,
+    translate_pydantic_error,
+    utc_now,
+)
 from memory.domain.names import memory_filename, parse_filename, validate_filename
 from memory.models import CatalogEntry
+from memory.recall.package import staleness_banner
 from memory.store import files
 
 from .context import Caller, Resolved, Selector, resolve, resolve_ref, visible_refs
 from .paging import page_of
-from .views import MemoryDetail, MemoryList, MemoryShow, Page, WriteResult, decision_summary, memory_summary
+from .views import (
+    MemoryDetail,
+    MemoryList,
+    MemoryShow,
+    Page,
+    WriteResult,
+    decision_summary,
+    memory_summary,
+    memory_summary_from_fields,
+)
 
 
 class ListInput(Selector):
@@ -68,7 +85,7 @@ def memory_list(*, data: ListInput, caller: Caller) -> MemoryList:
     return MemoryList(memories=[memory_summary(entry) for entry in entries], page=Page(**page))
 
 
-def _target_ref(data: Selector, filename: str, resolved: Resolved) -> ScopeRef:
+def target_ref(data: Selector, filename: str, resolved: Resolved) -> ScopeRef:
     memory_type, _slug = parse_filename(filename)
     return resolve_ref(data, memory_type, resolved)
 
@@ -76,7 +93,7 @@ def _target_ref(data: Selector, filename: str, resolved: Resolved) -> ScopeRef:
 def memory_show(*, data: ShowInput, caller: Caller) -> MemoryShow:
     filename = validate_filename(data.filename, include_system=data.include_system)
     resolved = resolve(data, caller)
-    ref = _target_ref(data, filename, resolved)
+    ref = target_ref(data, filename, resolved)
     root = resolved.root(ref)
     raw = files.read_bytes(root, filename)
     if raw is None:
@@ -88,10 +105,10 @@ def memory_show(*, data: ShowInput, caller: Caller) -> MemoryShow:
     document = parse_document(text)
     stat = (root / filename).stat()
     disk = DiskFile(filename, text, sha256_text(text), len(raw), stat.st_mtime_ns)
-    from .views import memory_summary_from_fields
-
-    summary = memory_summary_from_fields(entry_fields(ref, disk, document))
-    return MemoryShow(memory=MemoryDetail(summary=summary, content=document.body, path=str(root / filename)))
+    fields = entry_fields(ref, disk, document)
+    banner = staleness_banner(fields["updated_at"], utc_now(), resolved.config.memory.recall.freshness.banner_after_days)
+    return MemoryShow(memory=MemoryDetail(summary=memory_summary_from_fields(fields), content=document.body,
+                                          path=str(root / filename), banner=banner))
 
 
 def _limits(resolved: Resolved) -> Limits:
@@ -196,7 +213,7 @@ def memory_edit(*, data: EditInput, caller: Caller) -> WriteResult:
 def memory_delete(*, data: DeleteInput, caller: Caller) -> WriteResult:
     filename = validate_filename(data.filename)
     resolved = resolve(data, caller)
-    ref = _target_ref(data, filename, resolved)
+    ref = target_ref(data, filename, resolved)
     candidate = Candidate(
         ref=ref, origin=caller.origin, kind=RequestKind.DELETE, target_filename=filename, named_target=True,
         session_id=caller.session_id,

@@ -9,7 +9,7 @@ from memory.controller.log import best_effort_write, record_event
 from memory.domain.enums import EventOp
 from memory.domain.errors import ValidationError
 from memory.domain.models import utc_now
-from memory.recall.package import HEADER, block, staleness_banner
+from memory.recall.package import HEADER, block, recall_section_text, staleness_banner
 from memory.recall.pipeline import Candidate, Recall, recall
 from memory.recall.query import parse_query
 
@@ -25,7 +25,9 @@ class SearchInput(Selector):
     top_k: int | None = None
 
 
-def memory_search(*, data: SearchInput, caller: Caller) -> SearchResult:
+def memory_search(*, data: SearchInput, caller: Caller, record: bool = True) -> SearchResult:
+    """`record=False` previews a recall (the inspector's playground) without touching signals or events, so an
+    operator's experiments never count as an agent's recall."""
     resolved = resolve(data, caller)
     settings = resolved.config.memory.recall
     top_k = settings.top_k if data.top_k is None else data.top_k
@@ -38,8 +40,9 @@ def memory_search(*, data: SearchInput, caller: Caller) -> SearchResult:
                     "actor": caller.origin.value, "scope": data.scope.value if data.scope else "",
                     "agent_name": data.agent_name or ""}
     if query.trivial:
-        record_event(EventOp.RECALL_SKIPPED, metadata={"reason": "trivial_query", "terms": len(query.terms)},
-                     **event_fields)
+        if record:
+            record_event(EventOp.RECALL_SKIPPED, metadata={"reason": "trivial_query", "terms": len(query.terms)},
+                         **event_fields)
         return SearchResult(results=[], recall=RecallBlock(header=HEADER, blocks=[]), skipped=True)
     now = utc_now()
     outcome = recall(query, refs=refs, config=resolved.config, top_k=top_k, include_system=data.include_system,
@@ -48,8 +51,14 @@ def memory_search(*, data: SearchInput, caller: Caller) -> SearchResult:
     hits = [_hit(candidate, staleness_banner(candidate.updated_at, now, banner_days))
             for candidate in _ordered(outcome)]
     blocks = [block(c, staleness_banner(c.updated_at, now, banner_days)) for c in outcome.winners]
-    record_recall(outcome, data.query, caller, resolved, now, top_k=top_k, scope=data.scope)
+    if record:
+        record_recall(outcome, data.query, caller, resolved, now, top_k=top_k, scope=data.scope)
     return SearchResult(results=hits, recall=RecallBlock(header=HEADER, blocks=blocks), skipped=False)
+
+
+def recall_prompt_text(recall_block: RecallBlock) -> str:
+    """The recall block exactly as a session's snapshot would carry it."""
+    return recall_section_text(recall_block.header, recall_block.blocks)
 
 
 def record_recall(outcome: Recall, query_text: str, caller: Caller, resolved: Resolved, now, *,  # noqa: ANN001

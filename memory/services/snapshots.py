@@ -14,14 +14,17 @@ from memory.controller.log import best_effort_write
 from memory.domain.enums import Scope
 from memory.domain.errors import NotFound, ValidationError
 from memory.domain.models import ScopeRef, canonical_json, sha256_text, utc_now
+from memory.domain.names import validate_filename
 from memory.models import Injection, SessionSnapshot, Snapshot
 from memory.recall.pipeline import recall
 from memory.recall.query import parse_query
 from memory.sessions import snapshot as assembly
 
 from .context import Caller, Resolved, Selector, resolve, visible_refs
+from .memories import target_ref
+from .paging import normalize_limit
 from .recall import record_recall
-from .views import Result
+from .views import Result, iso
 
 # Assemblies keep being retried while a concurrent write moves the generation under them.
 MAX_ATTEMPTS = 5
@@ -53,7 +56,19 @@ class SnapshotLog(Result):
     parent_session_id: str | None
     generation: int
     sha256: str
+    text: str
     injections: list[dict[str, Any]]
+
+
+class SnapshotUsageInput(Selector):
+    filename: str
+    limit: int | None = None
+
+
+class SnapshotUsage(Result):
+    filename: str
+    root_key: str
+    sessions: list[dict[str, Any]]
 
 
 def _memo_scope() -> str:
@@ -205,8 +220,23 @@ def snapshot_log(*, data: SnapshotLogInput, caller: Caller) -> SnapshotLog:
     rows = Injection.objects.filter(session_id=data.session_id).order_by("position")
     return SnapshotLog(
         session_id=session.session_id, parent_session_id=session.parent_session_id or None,
-        generation=session.snapshot.generation, sha256=session.snapshot.sha256,
+        generation=session.snapshot.generation, sha256=session.snapshot.sha256, text=session.snapshot.text,
         injections=[{"root_key": r.root_key, "scope": r.scope, "agent_name": r.agent_name or None,
+                     "workspace_id": session.workspace_id if r.root_key.startswith(("workspace:", f"agent:{r.agent_name}:workspace:")) else None,
                      "agent_tier": r.agent_tier or None, "filename": r.filename, "source": r.source,
                      "position": r.position, "generation": r.generation} for r in rows],
+    )
+
+
+def snapshot_usage(*, data: SnapshotUsageInput, caller: Caller) -> SnapshotUsage:
+    """Which sessions of this workspace had one memory placed in their snapshot, newest first."""
+    resolved = resolve(data, caller)
+    ref = target_ref(data, validate_filename(data.filename, include_system=True), resolved)
+    sessions_here = SessionSnapshot.objects.filter(workspace_id=resolved.workspace_id).values("session_id")
+    rows = (Injection.objects.filter(root_key=ref.root_key, filename=data.filename, session_id__in=sessions_here)
+            .order_by("-created_at", "-id")[: normalize_limit(data.limit)])
+    return SnapshotUsage(
+        filename=data.filename, root_key=ref.root_key,
+        sessions=[{"session_id": r.session_id, "generation": r.generation, "source": r.source,
+                   "position": r.position, "injected_at": iso(r.created_at)} for r in rows],
     )

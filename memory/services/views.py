@@ -80,6 +80,7 @@ class MemoryDetail(Result):
     summary: MemorySummary
     content: str
     path: str
+    banner: str | None = None
 
 
 class MemoryShow(Result):
@@ -219,6 +220,7 @@ class Health(Result):
     global_files: int
     workspace_files: int
     workspace_count: int
+    file_counts: dict[str, dict[str, int]]
     indexed_files: int
     orphaned_files: int
     unindexed_files: int

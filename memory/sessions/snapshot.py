@@ -20,7 +20,7 @@ from memory.domain.errors import ValidationError
 from memory.domain.models import ScopeRef
 from memory.domain.names import INDEX_FILENAME
 from memory.recall.package import HEADER as RECALL_HEADER
-from memory.recall.package import age_days, block, render_recall, staleness_banner
+from memory.recall.package import age_days, block, recall_section_text, staleness_banner
 from memory.recall.pipeline import Recall
 from memory.store.index_md import HEADER as INDEX_HEADER
 from memory.store.index_md import index_line, listed_filenames
@@ -99,7 +99,7 @@ def recall_section(outcome: Recall, config: Config, now: datetime, refs: dict[st
     banner_days = config.memory.recall.freshness.banner_after_days
     blocks = [block(c, staleness_banner(c.updated_at, now, banner_days)) for c in outcome.winners]
     injected = [Injected(refs[c.root_key], c.filename, "recall") for c in outcome.winners]
-    return f"<compozy_recall>\n{render_recall(RECALL_HEADER, blocks)}</compozy_recall>", injected
+    return recall_section_text(RECALL_HEADER, blocks), injected
 
 
 def checkpoint_section(workspace_root: Path | None) -> str | None:

@@ -116,11 +116,11 @@ def build_registry(session: Session) -> ToolRegistry:
                      from_scope=from_scope, to_scope=to_scope, agent_name=agent_name, workspace=workspace,
                      dry_run=dry_run or None)
 
-    def memory_decisions_list(filename: str | None = None, op: str | None = None, since: str | None = None,
-                              cursor: str | None = None, limit: int | None = None, workspace: str | None = None,
+    def memory_decisions_list(filename: str | None = None, op: str | None = None, origin: str | None = None,
+                              since: str | None = None, cursor: str | None = None, limit: int | None = None, workspace: str | None = None,
                               scope: Scope | None = None, agent_name: str | None = None) -> dict[str, Any]:
         return _call(decisions.decision_list, decisions.DecisionListInput, session, filename=filename, op=op,
-                     since=since, cursor=cursor, limit=limit, workspace=workspace, scope=scope,
+                     origin=origin, since=since, cursor=cursor, limit=limit, workspace=workspace, scope=scope,
                      agent_name=agent_name)
 
     def memory_decisions_show(decision_id: str, workspace: str | None = None) -> dict[str, Any]:

@@ -166,6 +166,7 @@ class Command(BaseCommand):
         d_list = decision_verbs.add_parser("list", help="list decisions, newest first")
         d_list.add_argument("--filename")
         d_list.add_argument("--op")
+        d_list.add_argument("--origin", help="cli, http, uds, tool, file, extractor, dreaming or provider")
         d_list.add_argument("--since", help="RFC 3339 timestamp or an age such as 24h or 7d")
         d_list.add_argument("--cursor")
         d_list.add_argument("--limit", type=int)
@@ -286,7 +287,7 @@ class Command(BaseCommand):
         action = options["decision_verb"]
         if action == "list":
             data = decisions.DecisionListInput.parse(
-                self._fields(options, "filename", "op", "since", "cursor", *self._SELECTORS)
+                self._fields(options, "filename", "op", "origin", "since", "cursor", *self._SELECTORS)
                 | ({"limit": options["limit"]} if options.get("limit") is not None else {})
             )
             result = decisions.decision_list(data=data, caller=caller)

@@ -45,8 +45,12 @@ class Command(BaseCommand):
         ]
         if not options["no_cluster"]:
             children.append(subprocess.Popen([python, "-m", "compozy.cli", "qcluster"]))
+        from inspector.signin import create_link
+
         self.stdout.write(f"Compozy is serving on http://{bind}/ and unix:{socket_path}\n"
-                          f"API requests over TCP need: Authorization: Bearer $(cat {token_path()})\n")
+                          f"API requests over TCP need: Authorization: Bearer $(cat {token_path()})\n"
+                          f"Sign in to the inspector (one-time link, valid 24 h): {create_link(f'http://{bind}')}\n"
+                          f"  (a new link any time: compozy inspector link)\n")
         self.stdout.flush()
 
         def stop(signum: int, _frame: Any) -> None:

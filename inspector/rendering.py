@@ -1,0 +1,98 @@
+"""Turning service results into safe HTML pieces: Markdown bodies, line diffs and the geometry of inline SVG
+charts. Everything here is pure; templates do the escaping of text they print."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
+
+# CommonMark with raw HTML off: `<script>` in a memory is shown as text. markdown-it's link validation refuses
+# javascript:, vbscript:, file: and data: (except images) URLs, so such a link is rendered as plain text.
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+
+
+def render_markdown(text: str) -> SafeString:
+    return mark_safe(_markdown.render(text))  # noqa: S308 - markdown-it escapes every text node and attribute
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: str  # "add", "del", "hunk", "same"
+    text: str
+
+
+def line_diff(before: str | None, after: str | None) -> list[DiffLine]:
+    """A unified line diff from `before` to `after`, with three lines of context."""
+    lines = difflib.unified_diff((before or "").splitlines(), (after or "").splitlines(), "prior", "post",
+                                 lineterm="", n=3)
+    out: list[DiffLine] = []
+    for line in lines:
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            out.append(DiffLine("hunk", line))
+        elif line.startswith("+"):
+            out.append(DiffLine("add", line))
+        elif line.startswith("-"):
+            out.append(DiffLine("del", line))
+        else:
+            out.append(DiffLine("same", line))
+    return out
+
+
+CHART_WIDTH = 840
+CHART_HEIGHT = 160
+CHART_TOP = 10
+CHART_BOTTOM = 20
+
+
+def activity_chart(activity: dict[str, Any]) -> dict[str, Any]:
+    """Stacked bars, one per hour, for the families of an activity result, scaled to the busiest hour."""
+    families: list[str] = activity["families"]
+    buckets: list[dict[str, Any]] = activity["buckets"]
+    plot_height = CHART_HEIGHT - CHART_TOP - CHART_BOTTOM
+    peak = max((sum(b["counts"].values()) for b in buckets), default=0) or 1
+    step = CHART_WIDTH / max(len(buckets), 1)
+    bars = []
+    for index, bucket in enumerate(buckets):
+        y = CHART_TOP + plot_height
+        rects = []
+        for family in families:
+            count = bucket["counts"][family]
+            if not count:
+                continue
+            height = plot_height * count / peak
+            y -= height
+            rects.append({"family": family, "y": round(y, 2), "height": round(height, 2), "count": count})
+        total = sum(bucket["counts"].values())
+        bars.append({"x": round(index * step, 2), "width": round(max(step - 1, 1), 2), "rects": rects,
+                     "hour": bucket["hour"], "total": total,
+                     "label": f"{bucket['hour']}: " + ", ".join(f"{bucket['counts'][f]} {f}" for f in families)})
+    days = [{"x": round(i * step, 2), "label": buckets[i]["hour"][5:10]}
+            for i in range(0, len(buckets), 24)] if buckets else []
+    return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "bars": bars, "peak": peak, "days": days,
+            "baseline": CHART_TOP + plot_height, "label_y": CHART_HEIGHT - 5, "families": families}
+
+
+SCORE_BAR_WIDTH = 300
+SCORE_PARTS = ("unicode", "trigram", "recency", "signal")
+
+
+def score_bars(hits: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """For each hit (keyed by position), the stacked segments of `why_recalled`, on one scale for all hits."""
+    widest = max((sum(max(h["why_recalled"][p], 0.0) for p in SCORE_PARTS) for h in hits), default=0.0) or 1.0
+    bars: dict[str, list[dict[str, Any]]] = {}
+    for index, hit in enumerate(hits):
+        x = 0.0
+        segments = []
+        for part in SCORE_PARTS:
+            value = max(hit["why_recalled"][part], 0.0)
+            width = SCORE_BAR_WIDTH * value / widest
+            segments.append({"part": part, "x": round(x, 2), "width": round(width, 2), "value": round(value, 4)})
+            x += width
+        bars[str(index)] = segments
+    return bars

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from . import views
+
+app_name = "inspector"
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("signin", views.signin_view, name="signin"),
+    path("signout", views.signout_view, name="signout"),
+    path("reindex", views.reindex, name="reindex"),
+    path("jobs/<str:job_id>", views.job_detail, name="job"),
+    path("memories/", views.memory_list, name="memories"),
+    path("memories/new", views.memory_create, name="memory_new"),
+    path("memories/<path:filename>/edit", views.memory_edit, name="memory_edit"),
+    path("memories/<path:filename>/delete", views.memory_delete, name="memory_delete"),
+    path("memories/<path:filename>", views.memory_detail, name="memory"),
+    path("recall", views.recall_playground, name="recall"),
+    path("decisions/", views.decision_list, name="decisions"),
+    path("decisions/<str:decision_id>/revert", views.decision_revert, name="decision_revert"),
+    path("decisions/<str:decision_id>", views.decision_detail, name="decision"),
+    path("events/", views.event_list, name="events"),
+    path("snapshots/", views.snapshot_view, name="snapshots"),
+]

@@ -1,0 +1,318 @@
+"""Inspector pages: each one parses the request into a service's input model, calls the service (origin `http`,
+so every change goes through the same controller as the CLI and API) and renders the result. Errors from the
+domain are shown on the page with their stable code, and a form that failed keeps what the person typed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth import login, logout
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods, require_POST
+
+from memory.domain.enums import AgentTier, MemoryType, Op, Origin, Scope
+from memory.domain.errors import MemoryError_
+from memory.services import catalog, decisions, events, jobs, memories, recall, snapshots, workspaces
+from memory.services.context import Caller
+
+from . import rendering, signin
+
+SELECTORS = ("scope", "agent_name", "agent_tier", "workspace", "include_system")
+
+# Pages load nothing from another host and run no inline script: a memory body can never become code.
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                           "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+def _caller(_request: HttpRequest) -> Caller:
+    return Caller(origin=Origin.HTTP)
+
+
+def _fields(source: Any, *names: str) -> dict[str, Any]:
+    """The non-empty values of the named form or query fields (an empty box means "not given")."""
+    return {name: source.get(name) for name in names if source.get(name) not in (None, "")}
+
+
+def _with_csp(response: HttpResponse) -> HttpResponse:
+    response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+    response.headers.setdefault("Referrer-Policy", "same-origin")
+    return response
+
+
+def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Every inspector page: signed in or sent to the sign-in page; domain errors rendered with their code."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return HttpResponseRedirect(f"{reverse('inspector:signin')}?{urlencode({'next': request.get_full_path()})}")
+        try:
+            response = view(request, *args, **kwargs)
+        except MemoryError_ as exc:
+            response = render(request, "inspector/error.html", {"error": exc.to_dict()}, status=exc.http_status)
+        return _with_csp(response)
+
+    return wrapper
+
+
+def _choices() -> dict[str, Any]:
+    return {
+        "workspaces": workspaces.workspace_list(data=workspaces.WorkspaceListInput(), caller=Caller(origin=Origin.HTTP)).workspaces,
+        "scopes": [s.value for s in Scope], "tiers": [t.value for t in AgentTier],
+        "types": [t.value for t in MemoryType], "ops": [o.value for o in Op], "origins": [o.value for o in Origin],
+        "families": list(events.FAMILIES),
+    }
+
+
+# --- sign-in -------------------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def signin_view(request: HttpRequest) -> HttpResponse:
+    token = request.POST.get("token") or request.GET.get("token") or ""
+    next_url = request.POST.get("next") or request.GET.get("next") or reverse("inspector:dashboard")
+    if not url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
+        next_url = reverse("inspector:dashboard")
+    if request.method == "POST":
+        user = signin.redeem(token) if token else None
+        if user is not None:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            return HttpResponseRedirect(next_url)
+        context = {"token": "", "next": next_url, "error": "This sign-in link was already used or has expired."}
+        return _with_csp(render(request, "inspector/signin.html", context, status=403))
+    usable = bool(token) and signin.is_usable(token)
+    context = {"token": token if usable else "", "next": next_url,
+               "error": "This sign-in link was already used or has expired." if token and not usable else None}
+    return _with_csp(render(request, "inspector/signin.html", context))
+
+
+@require_POST
+def signout_view(request: HttpRequest) -> HttpResponse:
+    logout(request)
+    return HttpResponseRedirect(reverse("inspector:signin"))
+
+
+# --- health ----------------------------------------------------------------------------------------------------
+
+
+@page
+def dashboard(request: HttpRequest) -> HttpResponse:
+    chosen = _fields(request.GET, "workspace")
+    health = catalog.health_get(data=catalog.HealthInput.parse(chosen), caller=_caller(request)).to_json()
+    activity = events.event_activity(data=events.ActivityInput.parse(chosen), caller=_caller(request)).to_json()
+    context = {"health": health, "activity": activity, "chart": rendering.activity_chart(activity), "chosen": chosen,
+               "types": [*(t.value for t in MemoryType), "ad_hoc"], **_choices()}
+    return render(request, "inspector/dashboard.html", context)
+
+
+@page
+@require_POST
+def reindex(request: HttpRequest) -> HttpResponse:
+    data = catalog.ReindexInput.parse(_fields(request.POST, "workspace", "rebuild"))
+    job = jobs.reindex_job_start(data=data, caller=_caller(request))
+    return HttpResponseRedirect(reverse("inspector:job", args=[job.id]))
+
+
+@page
+def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
+    job = jobs.job_get(data=jobs.JobIdInput.parse({"job_id": job_id}), caller=_caller(request)).to_json()
+    return render(request, "inspector/job.html", {"job": job, "running": job["status"] in ("queued", "running")})
+
+
+# --- memories --------------------------------------------------------------------------------------------------
+
+
+@page
+def memory_list(request: HttpRequest) -> HttpResponse:
+    chosen = _fields(request.GET, *SELECTORS, "type", "sort", "cursor", "limit")
+    result = memories.memory_list(data=memories.ListInput.parse(chosen), caller=_caller(request)).to_json()
+    filters = {k: v for k, v in chosen.items() if k != "cursor"}
+    return render(request, "inspector/memory_list.html",
+                  {"result": result, "chosen": chosen, "filters": filters, **_choices()})
+
+
+def _memory_selectors(source: Any) -> dict[str, Any]:
+    return _fields(source, "scope", "agent_name", "agent_tier", "workspace", "include_system")
+
+
+@page
+def memory_detail(request: HttpRequest, filename: str) -> HttpResponse:
+    selectors = _memory_selectors(request.GET)
+    caller = _caller(request)
+    shown = memories.memory_show(data=memories.ShowInput.parse({**selectors, "filename": filename}), caller=caller)
+    memory = shown.to_json()["memory"]
+    ref = {"scope": memory["summary"]["scope"], "agent_name": memory["summary"]["agent_name"],
+           "agent_tier": memory["summary"]["agent_tier"], "workspace": memory["summary"]["workspace_id"]}
+    ref = {k: v for k, v in ref.items() if v}
+    history = decisions.decision_list(data=decisions.DecisionListInput.parse({**ref, "filename": filename}),
+                                      caller=caller).to_json()
+    usage = snapshots.snapshot_usage(data=snapshots.SnapshotUsageInput.parse({**ref, "filename": filename}),
+                                     caller=caller).to_json()
+    context = {"memory": memory, "body_html": rendering.render_markdown(memory["content"]), "ref": ref,
+               "ref_query": urlencode(ref), "decisions": history["decisions"], "usage": usage["sessions"],
+               "frontmatter": _frontmatter_rows(memory)}
+    return render(request, "inspector/memory_detail.html", context)
+
+
+def _frontmatter_rows(memory: dict[str, Any]) -> list[tuple[str, Any]]:
+    summary = memory["summary"]
+    keys = ("name", "description", "type", "scope", "agent_name", "agent_tier", "workspace_id", "created_at",
+            "updated_at", "size", "content_hash")
+    return [(key, summary[key]) for key in keys if summary.get(key) not in (None, "")]
+
+
+WRITE_FIELDS = ("type", "name", "description", "content", "scope", "agent_name", "agent_tier", "workspace")
+
+
+def _write_outcome(request: HttpRequest, result: dict[str, Any], form: dict[str, Any], template: str,
+                   extra: dict[str, Any]) -> HttpResponse:
+    decision = result["decision"]
+    if decision["op"] == "reject":
+        failed = [step for step in decision["rule_trace"] if not step.get("passed", True)]
+        context = {"form": form, "rejected": decision, "failed_rules": failed, **extra, **_choices()}
+        return render(request, template, context, status=422)
+    return render(request, "inspector/decision_result.html", {"result": result, "decision": decision})
+
+
+@page
+@require_http_methods(["GET", "POST"])
+def memory_create(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        return render(request, "inspector/memory_form.html", {"form": _fields(request.GET, *WRITE_FIELDS), **_choices()})
+    form = _fields(request.POST, *WRITE_FIELDS)
+    try:
+        data = memories.WriteInput.parse(form)
+        result = memories.memory_write(data=data, caller=_caller(request)).to_json()
+    except MemoryError_ as exc:
+        return render(request, "inspector/memory_form.html", {"form": form, "error": exc.to_dict(), **_choices()},
+                      status=exc.http_status)
+    return _write_outcome(request, result, form, "inspector/memory_form.html", {})
+
+
+@page
+@require_http_methods(["GET", "POST"])
+def memory_edit(request: HttpRequest, filename: str) -> HttpResponse:
+    selectors = _memory_selectors(request.GET)
+    extra = {"filename": filename, "ref_query": urlencode(selectors), "editing": True}
+    if request.method == "GET":
+        shown = memories.memory_show(data=memories.ShowInput.parse({**selectors, "filename": filename}),
+                                     caller=_caller(request)).to_json()["memory"]
+        form = {"name": shown["summary"]["name"], "description": shown["summary"]["description"],
+                "content": shown["content"]}
+        return render(request, "inspector/memory_form.html", {"form": form, **extra, **_choices()})
+    form = _fields(request.POST, "name", "description", "content")
+    try:
+        data = memories.EditInput.parse({**selectors, **form, "filename": filename})
+        result = memories.memory_edit(data=data, caller=_caller(request)).to_json()
+    except MemoryError_ as exc:
+        return render(request, "inspector/memory_form.html", {"form": form, "error": exc.to_dict(), **extra,
+                                                              **_choices()}, status=exc.http_status)
+    return _write_outcome(request, result, form, "inspector/memory_form.html", extra)
+
+
+@page
+@require_http_methods(["GET", "POST"])
+def memory_delete(request: HttpRequest, filename: str) -> HttpResponse:
+    selectors = _memory_selectors(request.GET)
+    data = memories.DeleteInput.parse({**selectors, "filename": filename})
+    if request.method == "GET":
+        preview = memories.memory_delete(data=data.model_copy(update={"dry_run": True}), caller=_caller(request))
+        return render(request, "inspector/confirm_delete.html",
+                      {"filename": filename, "preview": preview.to_json(), "ref_query": urlencode(selectors)})
+    result = memories.memory_delete(data=data, caller=_caller(request)).to_json()
+    return render(request, "inspector/decision_result.html", {"result": result, "decision": result["decision"]})
+
+
+# --- recall ----------------------------------------------------------------------------------------------------
+
+
+@page
+def recall_playground(request: HttpRequest) -> HttpResponse:
+    chosen = _fields(request.GET, "query", "workspace", "agent_name", "agent_tier", "top_k", "include_system")
+    context: dict[str, Any] = {"chosen": chosen, **_choices()}
+    if chosen.get("query"):
+        result = recall.memory_search(data=recall.SearchInput.parse(chosen), caller=_caller(request), record=False)
+        hits = result.to_json()["results"]
+        bars = rendering.score_bars(hits)
+        rows = []
+        for index, hit in enumerate(hits):
+            entry = {**hit, "bars": bars[str(index)], "shadowed": []}
+            if hit["shadowed_by"] and rows and _identity(rows[-1]) == _identity(hit):
+                rows[-1]["shadowed"].append(entry)
+            else:
+                rows.append(entry)
+        context.update({"result": result.to_json(), "rows": rows, "bar_width": rendering.SCORE_BAR_WIDTH,
+                        "parts": rendering.SCORE_PARTS, "prompt_text": recall.recall_prompt_text(result.recall)})
+    return render(request, "inspector/recall.html", context)
+
+
+def _identity(hit: dict[str, Any]) -> tuple[str, str]:
+    return hit["memory"]["type"], hit["memory"]["filename"]
+
+
+# --- decisions -------------------------------------------------------------------------------------------------
+
+
+@page
+def decision_list(request: HttpRequest) -> HttpResponse:
+    chosen = _fields(request.GET, "filename", "op", "origin", "since", "workspace", "cursor", "limit")
+    result = decisions.decision_list(data=decisions.DecisionListInput.parse(chosen), caller=_caller(request)).to_json()
+    filters = {k: v for k, v in chosen.items() if k != "cursor"}
+    return render(request, "inspector/decision_list.html",
+                  {"result": result, "chosen": chosen, "filters": filters, **_choices()})
+
+
+@page
+def decision_detail(request: HttpRequest, decision_id: str) -> HttpResponse:
+    selectors = _fields(request.GET, "workspace")
+    data = decisions.DecisionIdInput.parse({**selectors, "decision_id": decision_id})
+    decision = decisions.decision_show(data=data, caller=_caller(request)).to_json()["decision"]
+    context = {"decision": decision, "diff": rendering.line_diff(decision["prior_content"], decision["post_content"]),
+               "ref_query": urlencode(selectors)}
+    return render(request, "inspector/decision_detail.html", context)
+
+
+@page
+@require_http_methods(["GET", "POST"])
+def decision_revert(request: HttpRequest, decision_id: str) -> HttpResponse:
+    selectors = _fields(request.GET, "workspace")
+    data = decisions.RevertInput.parse({**selectors, "decision_id": decision_id})
+    context: dict[str, Any] = {"decision_id": decision_id, "ref_query": urlencode(selectors)}
+    try:
+        if request.method == "POST":
+            result = decisions.decision_revert(data=data, caller=_caller(request)).to_json()
+            return render(request, "inspector/decision_result.html", {"result": result, "decision": result["decision"]})
+        context["preview"] = decisions.decision_revert(data=data.model_copy(update={"dry_run": True}),
+                                                       caller=_caller(request)).to_json()
+    except MemoryError_ as exc:
+        context["error"] = exc.to_dict()
+        return render(request, "inspector/confirm_revert.html", context, status=exc.http_status)
+    return render(request, "inspector/confirm_revert.html", context)
+
+
+# --- events and snapshots --------------------------------------------------------------------------------------
+
+
+@page
+def event_list(request: HttpRequest) -> HttpResponse:
+    chosen = _fields(request.GET, "family", "workspace", "since", "cursor", "limit")
+    result = events.event_list(data=events.EventListInput.parse(chosen), caller=_caller(request)).to_json()
+    filters = {k: v for k, v in chosen.items() if k != "cursor"}
+    return render(request, "inspector/event_list.html",
+                  {"result": result, "chosen": chosen, "filters": filters, **_choices()})
+
+
+@page
+def snapshot_view(request: HttpRequest) -> HttpResponse:
+    chosen = _fields(request.GET, "session_id", "workspace")
+    context: dict[str, Any] = {"chosen": chosen, **_choices()}
+    if chosen.get("session_id"):
+        data = snapshots.SnapshotLogInput.parse(chosen)
+        context["log"] = snapshots.snapshot_log(data=data, caller=_caller(request)).to_json()
+    return render(request, "inspector/snapshot.html", context)

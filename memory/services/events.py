@@ -1,0 +1,138 @@
+"""The event noun: memory_events read back, as a paged log and as hourly activity by op family."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Literal
+
+from django.db.models import Count
+from django.db.models.functions import TruncHour
+from pydantic import Field
+
+from memory.domain.enums import EventOp
+from memory.domain.models import utc_now
+from memory.models import Event
+
+from .context import Caller, Input, Selector, resolve
+from .paging import page_of
+from .timefilter import parse_since
+from .views import Page, Result, iso
+
+# An op's family is its second dotted part (`memory.recall.executed` → recall), except that a rejected write is
+# its own family: operators watch rejections apart from the writes that landed.
+EventFamily = Literal["write", "rejected", "recall", "dream", "extractor", "provider", "workspace", "decisions"]
+FAMILIES: tuple[str, ...] = EventFamily.__args__  # type: ignore[attr-defined]
+ACTIVITY_FAMILIES = ("write", "recall", "rejected")
+
+
+def family_of(op: str) -> str:
+    if op == EventOp.WRITE_REJECTED:
+        return "rejected"
+    parts = op.split(".")
+    return parts[1] if len(parts) > 2 else op
+
+
+def ops_of(family: str) -> list[str]:
+    return [op.value for op in EventOp if family_of(op.value) == family]
+
+
+class EventListInput(Input):
+    """Events of the global scope, plus one workspace's when a workspace is given; never another workspace's."""
+
+    workspace: str | None = None
+    family: EventFamily | None = None
+    since: str | None = None
+    cursor: str | None = None
+    limit: int | None = None
+
+
+class EventItem(Result):
+    id: int
+    op: str
+    family: str
+    scope: str
+    agent_name: str | None
+    agent_tier: str | None
+    workspace_id: str | None
+    session_id: str | None
+    actor: str
+    decision_id: str | None
+    target: str
+    metadata: dict[str, Any]
+    ts: str | None
+
+
+class EventList(Result):
+    events: list[EventItem]
+    page: Page
+
+
+class ActivityInput(Input):
+    workspace: str | None = None
+    hours: int = Field(default=168, ge=1, le=24 * 31)
+
+
+class ActivityBucket(Result):
+    hour: str
+    counts: dict[str, int]
+
+
+class Activity(Result):
+    families: list[str]
+    hours: int
+    start: str
+    buckets: list[ActivityBucket]
+    totals: dict[str, int]
+
+
+def _workspace_ids(workspace: str | None, caller: Caller) -> list[str]:
+    resolved = resolve(Selector(workspace=workspace), caller)
+    return ["", resolved.workspace_id] if resolved.workspace_id else [""]
+
+
+def event_list(*, data: EventListInput, caller: Caller) -> EventList:
+    workspace_ids = _workspace_ids(data.workspace, caller)
+    queryset = Event.objects.filter(workspace_id__in=workspace_ids)
+    if data.family is not None:
+        queryset = queryset.filter(op__in=ops_of(data.family))
+    since = parse_since(data.since)
+    if since is not None:
+        queryset = queryset.filter(ts__gte=since)
+    binding = {"workspace": workspace_ids[-1], "family": data.family, "since": data.since}
+    rows, page = page_of(queryset.order_by("-ts", "-id"), cursor=data.cursor, limit=data.limit, binding=binding)
+    return EventList(events=[_item(row) for row in rows], page=Page(**page))
+
+
+def _item(event: Event) -> EventItem:
+    return EventItem(
+        id=event.id, op=event.op, family=family_of(event.op), scope=event.scope,
+        agent_name=event.agent_name or None, agent_tier=event.agent_tier or None,
+        workspace_id=event.workspace_id or None, session_id=event.session_id or None, actor=event.actor,
+        decision_id=event.decision_id, target=event.target, metadata=event.metadata, ts=iso(event.ts),
+    )
+
+
+def event_activity(*, data: ActivityInput, caller: Caller) -> Activity:
+    """Events per hour over the last `hours` hours for the write, recall and rejected families; every hour is
+    present, empty ones with zero counts, oldest first."""
+    workspace_ids = _workspace_ids(data.workspace, caller)
+    now = utc_now()
+    end = now.replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(hours=data.hours - 1)
+    family_by_op = {op: family for family in ACTIVITY_FAMILIES for op in ops_of(family)}
+    grouped = (
+        Event.objects.filter(workspace_id__in=workspace_ids, ts__gte=start, op__in=list(family_by_op))
+        .annotate(hour=TruncHour("ts"))
+        .values_list("hour", "op")
+        .annotate(n=Count("id"))
+    )
+    buckets = {start + timedelta(hours=i): dict.fromkeys(ACTIVITY_FAMILIES, 0) for i in range(data.hours)}
+    for hour, op, n in grouped:
+        if hour in buckets:
+            buckets[hour][family_by_op[op]] += n
+    totals = {family: sum(b[family] for b in buckets.values()) for family in ACTIVITY_FAMILIES}
+    return Activity(
+        families=list(ACTIVITY_FAMILIES), hours=data.hours, start=iso(start) or "",
+        buckets=[ActivityBucket(hour=iso(hour) or "", counts=counts) for hour, counts in buckets.items()],
+        totals=totals,
+    )
