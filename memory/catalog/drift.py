@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory.domain.document import parse_document
-from memory.domain.errors import ValidationError
+from memory.domain.errors import DOCUMENT_ERRORS
 from memory.domain.models import sha256_text
 from memory.domain.names import parse_filename
 from memory.models import CatalogEntry
@@ -39,7 +39,7 @@ def invalid_reason(root: Path, filename: str) -> str | None:
         parse_document(raw.decode("utf-8"))
     except UnicodeDecodeError:
         return "encoding"
-    except ValidationError as exc:
+    except DOCUMENT_ERRORS as exc:
         return str(exc.details.get("reason", "invalid"))
     return None
 

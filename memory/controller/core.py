@@ -13,10 +13,11 @@ from typing import Any
 from django.db import connection
 
 from compozy.config import Config
+from memory.catalog.drift import invalid_reason
 from memory.catalog.queries import RootCatalogView
 from memory.domain.document import Document, parse_document, render_document
 from memory.domain.enums import MUTATING_OPS, ControllerMode, Op, Origin
-from memory.domain.errors import Conflict, Rejected, ValidationError
+from memory.domain.errors import DOCUMENT_ERRORS, Conflict, Rejected
 from memory.domain.models import Candidate, Frontmatter, Provenance, format_timestamp, sha256_text, utc_now
 from memory.models import Decision
 from memory.providers.base import get_provider
@@ -25,7 +26,7 @@ from memory.store import files
 from .apply import apply_decision
 from .lock import write_lock
 from .log import decision_exists, decision_identity, last_decision_id, persist_decision, unapplied_exist
-from .reconcile import check_file, reconcile_file
+from .reconcile import reconcile_file
 from .roots import ref_from_row, resolve_root
 from .rules import RuleSettings, Verdict, decide
 
@@ -96,7 +97,7 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
         target = candidate.target_filename or ""
         if target:
             # A hand edit of the target since the last reindex is recorded first, so prior_content is true.
-            invalid = check_file(root, target) if dry_run else reconcile_file(candidate.ref, root, target).invalid_reason
+            invalid = invalid_reason(root, target) if dry_run else reconcile_file(candidate.ref, root, target).invalid_reason
             if invalid:
                 raise Conflict(
                     f"{target} on disk is not a valid memory file ({invalid}); it is never overwritten. "
@@ -224,7 +225,7 @@ def stamp_provenance(candidate: Candidate, prior_text: str | None, now: datetime
     if prior_text is not None:
         try:
             prior = parse_document(prior_text).frontmatter.provenance
-        except ValidationError:
+        except DOCUMENT_ERRORS:
             prior = None
         if prior is not None:
             created_at = prior.created_at or created_at

@@ -27,7 +27,7 @@ from memory.catalog.indexer import (
 )
 from memory.domain.document import Document, parse_document
 from memory.domain.enums import Op, Origin
-from memory.domain.errors import ValidationError
+from memory.domain.errors import DOCUMENT_ERRORS
 from memory.domain.models import ScopeRef, canonical_json, format_timestamp, sha256_text, utc_now
 from memory.domain.scanner import scan
 from memory.models import Decision
@@ -106,20 +106,6 @@ def external_decision(ref: ScopeRef, filename: str, text: str | None, document: 
     )
 
 
-def check_file(root: Path, filename: str) -> str | None:
-    """Why the file on disk is not a valid memory document, or None when it is valid or absent."""
-    raw = files.read_bytes(root, filename)
-    if raw is None:
-        return None
-    try:
-        parse_document(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return "encoding"
-    except ValidationError as exc:
-        return str(exc.details.get("reason", "invalid"))
-    return None
-
-
 def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
     """Record a hand edit of one file, if there is one. Called under the write lock."""
     path = files.safe_path(root, filename)
@@ -146,7 +132,7 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
             return ReconcileResult()
         try:
             document = parse_document(text)
-        except ValidationError as exc:
+        except DOCUMENT_ERRORS as exc:
             # A broken hand edit is reported by health, never overwritten or deleted.
             return ReconcileResult(invalid_reason=str(exc.details.get("reason", "invalid")))
     prior = last_known_contents(ref.root_key, [filename]).get(filename)
@@ -177,7 +163,7 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
             path = files.safe_path(root, filename)
             data = path.read_bytes()
             stat = os.stat(path)
-        except ValidationError as exc:
+        except DOCUMENT_ERRORS as exc:
             report.invalid.append({"filename": filename, "reason": str(exc.details.get("reason", "invalid"))})
             stale.append(filename)
             continue
@@ -195,7 +181,7 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
             text = data.decode("utf-8")
             document = parse_document(text)
             row = entry_row(ref, DiskFile(filename, text, digest, len(data), stat.st_mtime_ns), document)
-        except ValidationError as exc:
+        except DOCUMENT_ERRORS as exc:
             report.invalid.append({"filename": filename, "reason": str(exc.details.get("reason", "invalid"))})
             stale.append(filename)
             continue

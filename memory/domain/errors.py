@@ -95,3 +95,8 @@ class Unauthorized(MemoryError_):
     code = "memory.unauthorized"
     http_status = 401
     exit_code = 8
+
+
+# Everything parsing a document on disk may raise: each one means "not a valid memory document", to be reported
+# (health, reindex) and never to abort the walk over the other files.
+DOCUMENT_ERRORS = (ValidationError, ScopeInvalid, AgentTierRequired)

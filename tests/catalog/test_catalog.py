@@ -145,3 +145,19 @@ def test_a_file_already_listed_in_memory_md_is_not_listed_twice_when_its_hand_ed
             content="Updated through the controller now.")
     listed = [line for line in index.read_text().splitlines() if "(project_carried_over.md)" in line]
     assert len(listed) == 1
+
+
+@pytest.mark.parametrize("frontmatter", [
+    "name: No scope\ndescription: d\ntype: project",  # a missing scope used to abort the whole reindex
+    "name: Bad tier\ndescription: d\ntype: project\nscope: agent\nagent: reviewer",
+    "name: Bad type\ndescription: d\ntype: nonsense\nscope: workspace",
+])
+def test_a_file_with_invalid_frontmatter_is_reported_and_never_stops_reindex_or_health(ws, frontmatter):
+    (ws / ".compozy" / "memory" / "project_broken.md").write_text(f"---\n{frontmatter}\n---\nBody.\n")
+    h.write(ws, name="Later Write", content="A write after the broken file appeared.")
+    report = h.reindex(ws)
+    assert [item["filename"] for item in report["invalid"]] == ["project_broken.md"]
+    assert report["indexed"] >= 2
+    health = h.health(ws)
+    assert [item["filename"] for item in health["invalid_files"]] == ["project_broken.md"]
+    assert not CatalogEntry.objects.filter(filename="project_broken.md").exists()
