@@ -17,7 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memory.domain.enums import AgentTier, MemoryType, Op, Origin, Scope
-from memory.domain.errors import MemoryError_
+from memory.domain.errors import MemoryError_, Rejected
 from memory.services import catalog, decisions, events, jobs, memories, recall, snapshots, workspaces
 from memory.services.context import Caller
 
@@ -107,7 +107,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     health = catalog.health_get(data=catalog.HealthInput.parse(chosen), caller=_caller(request)).to_json()
     activity = events.event_activity(data=events.ActivityInput.parse(chosen), caller=_caller(request)).to_json()
     context = {"health": health, "activity": activity, "chart": rendering.activity_chart(activity), "chosen": chosen,
-               "types": [*(t.value for t in MemoryType), "ad_hoc"], **_choices()}
+               **_choices(), "count_types": [*(t.value for t in MemoryType), "ad_hoc"]}
     return render(request, "inspector/dashboard.html", context)
 
 
@@ -170,14 +170,20 @@ def _frontmatter_rows(memory: dict[str, Any]) -> list[tuple[str, Any]]:
 WRITE_FIELDS = ("type", "name", "description", "content", "scope", "agent_name", "agent_tier", "workspace")
 
 
-def _write_outcome(request: HttpRequest, result: dict[str, Any], form: dict[str, Any], template: str,
-                   extra: dict[str, Any]) -> HttpResponse:
-    decision = result["decision"]
-    if decision["op"] == "reject":
-        failed = [step for step in decision["rule_trace"] if not step.get("passed", True)]
-        context = {"form": form, "rejected": decision, "failed_rules": failed, **extra, **_choices()}
-        return render(request, template, context, status=422)
-    return render(request, "inspector/decision_result.html", {"result": result, "decision": decision})
+def _form_failure(request: HttpRequest, exc: MemoryError_, form: dict[str, Any], extra: dict[str, Any]) -> HttpResponse:
+    """The form again, holding what the person typed, with the error; a rejection names the rules that failed."""
+    context: dict[str, Any] = {"form": form, **extra, **_choices()}
+    if isinstance(exc, Rejected):
+        decision = exc.details["decision"]
+        context.update(rejected=decision,
+                       failed_rules=[step for step in decision["rule_trace"] if not step.get("passed", True)])
+    else:
+        context["error"] = exc.to_dict()
+    return render(request, "inspector/memory_form.html", context, status=exc.http_status)
+
+
+def _decision_page(request: HttpRequest, result: dict[str, Any]) -> HttpResponse:
+    return render(request, "inspector/decision_result.html", {"result": result, "decision": result["decision"]})
 
 
 @page
@@ -187,12 +193,10 @@ def memory_create(request: HttpRequest) -> HttpResponse:
         return render(request, "inspector/memory_form.html", {"form": _fields(request.GET, *WRITE_FIELDS), **_choices()})
     form = _fields(request.POST, *WRITE_FIELDS)
     try:
-        data = memories.WriteInput.parse(form)
-        result = memories.memory_write(data=data, caller=_caller(request)).to_json()
+        result = memories.memory_write(data=memories.WriteInput.parse(form), caller=_caller(request))
     except MemoryError_ as exc:
-        return render(request, "inspector/memory_form.html", {"form": form, "error": exc.to_dict(), **_choices()},
-                      status=exc.http_status)
-    return _write_outcome(request, result, form, "inspector/memory_form.html", {})
+        return _form_failure(request, exc, form, {})
+    return _decision_page(request, result.to_json())
 
 
 @page
@@ -209,11 +213,10 @@ def memory_edit(request: HttpRequest, filename: str) -> HttpResponse:
     form = _fields(request.POST, "name", "description", "content")
     try:
         data = memories.EditInput.parse({**selectors, **form, "filename": filename})
-        result = memories.memory_edit(data=data, caller=_caller(request)).to_json()
+        result = memories.memory_edit(data=data, caller=_caller(request))
     except MemoryError_ as exc:
-        return render(request, "inspector/memory_form.html", {"form": form, "error": exc.to_dict(), **extra,
-                                                              **_choices()}, status=exc.http_status)
-    return _write_outcome(request, result, form, "inspector/memory_form.html", extra)
+        return _form_failure(request, exc, form, extra)
+    return _decision_page(request, result.to_json())
 
 
 @page
@@ -225,8 +228,7 @@ def memory_delete(request: HttpRequest, filename: str) -> HttpResponse:
         preview = memories.memory_delete(data=data.model_copy(update={"dry_run": True}), caller=_caller(request))
         return render(request, "inspector/confirm_delete.html",
                       {"filename": filename, "preview": preview.to_json(), "ref_query": urlencode(selectors)})
-    result = memories.memory_delete(data=data, caller=_caller(request)).to_json()
-    return render(request, "inspector/decision_result.html", {"result": result, "decision": result["decision"]})
+    return _decision_page(request, memories.memory_delete(data=data, caller=_caller(request)).to_json())
 
 
 # --- recall ----------------------------------------------------------------------------------------------------
@@ -286,8 +288,7 @@ def decision_revert(request: HttpRequest, decision_id: str) -> HttpResponse:
     context: dict[str, Any] = {"decision_id": decision_id, "ref_query": urlencode(selectors)}
     try:
         if request.method == "POST":
-            result = decisions.decision_revert(data=data, caller=_caller(request)).to_json()
-            return render(request, "inspector/decision_result.html", {"result": result, "decision": result["decision"]})
+            return _decision_page(request, decisions.decision_revert(data=data, caller=_caller(request)).to_json())
         context["preview"] = decisions.decision_revert(data=data.model_copy(update={"dry_run": True}),
                                                        caller=_caller(request)).to_json()
     except MemoryError_ as exc:
