@@ -17,4 +17,15 @@ urlpatterns = [
     path("", include("memory.api.urls")),
 ]
 
-handler404 = "memory.api.views.api_not_found"
+def not_found(request, exception=None):  # noqa: ANN001, ANN201
+    """JSON for the API (the `{code, message, details}` document), a page for people in the inspector."""
+    if request.path.startswith("/inspector/"):
+        from inspector.views import page_not_found
+
+        return page_not_found(request)
+    from memory.api.views import api_not_found
+
+    return api_not_found(request, exception)
+
+
+handler404 = not_found

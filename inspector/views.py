@@ -70,6 +70,11 @@ def _choices() -> dict[str, Any]:
     }
 
 
+def page_not_found(request: HttpRequest) -> HttpResponse:
+    error = {"code": "memory.not_found", "message": f"No inspector page at {request.path}.", "details": {}}
+    return _with_csp(render(request, "inspector/error.html", {"error": error}, status=404))
+
+
 # --- sign-in -------------------------------------------------------------------------------------------------
 
 

@@ -325,3 +325,11 @@ def test_the_snapshot_page_shows_the_exact_text_and_the_injected_entries(browser
     assert "project_snap_fact.md" in page and snap["sha256"] in page
     missing = browser.get(f"/inspector/snapshots/?session_id=nobody&workspace={ws}")
     assert missing.status_code == 404 and "memory.not_found" in page_text(missing)
+
+
+def test_an_unknown_inspector_address_is_a_page_and_an_unknown_api_route_stays_json(browser):
+    page = browser.get("/inspector/no-such-page")
+    assert page.status_code == 404 and "text/html" in page.headers["Content-Type"]
+    assert "memory.not_found" in page_text(page)
+    api = browser.get("/api/no-such-route")
+    assert api.status_code == 404 and api.json()["code"] == "memory.not_found"
