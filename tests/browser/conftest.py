@@ -1,0 +1,238 @@
+"""Browser tests of the Memory inspector: one real `compozy serve` on a free loopback port for the whole session,
+one headless Debian chromium, and a fresh browser context per test.
+
+Nothing leaves the machine: the server binds 127.0.0.1 only and every browser context aborts any request whose
+host is not loopback, recording it so a test can assert that none was attempted. Each test's final page is saved
+as a full-page screenshot under $ARTIFACTS_DIR/browser/<test name>.png, even when the test fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.conftest import COMPOZY, REPO, Cli
+
+# Playwright's sync API runs an event loop in this thread; Django refuses ORM calls from such a thread otherwise.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+from playwright.sync_api import Browser, BrowserContext, Page, Route, sync_playwright  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost"})
+ARTIFACTS = Path(os.environ.get("ARTIFACTS_DIR") or REPO / ".artifacts") / "browser"
+SIGNIN_LINE = re.compile(r"Sign in to the inspector \(one-time link, valid 24 h\): (\S+)")
+TIMEOUT_MS = 15_000
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Server:
+    """The running `compozy serve`, the data it serves, and the workspace the tests write into."""
+
+    base_url: str
+    first_link: str
+    pid: int
+    cli: Cli
+    workspace_id: str
+    log: Path
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.cli.cwd
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.workspace_dir / ".compozy" / "memory"
+
+    def write(self, name: str, description: str, content: str, memory_type: str = "project") -> dict:
+        """Write a memory with the real CLI (cwd = the workspace, same COMPOZY_HOME as the server)."""
+        result = self.cli("memory", "write", "-o", "json", "--type", memory_type, "--name", name,
+                          "--description", description, "--content", content)
+        assert result.code == 0, f"compozy memory write failed ({result.code}): {result.stdout}{result.stderr}"
+        decision = result.json["decision"]
+        assert decision["op"] == "add", decision
+        return decision
+
+    def new_link(self) -> str:
+        result = self.cli("inspector", "link", "--base-url", self.base_url)
+        assert result.code == 0, result.stderr
+        link = result.stdout.strip()
+        assert link.startswith(f"{self.base_url}/inspector/signin?token="), link
+        return link
+
+
+def _wait_until_serving(proc: subprocess.Popen, base_url: str, log: Path) -> str:
+    deadline = time.monotonic() + 60
+    link = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"compozy serve exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
+        if link is None:
+            found = SIGNIN_LINE.search(log.read_text(errors="replace"))
+            link = found.group(1) if found else None
+        try:
+            healthy = httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            healthy = False
+        if healthy and link:
+            return link
+        time.sleep(0.2)
+    raise RuntimeError(f"compozy serve did not come up on {base_url}:\n{log.read_text(errors='replace')}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to serve's own pid; it stops its gunicorn child before it exits."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    root = Path(tempfile.mkdtemp(prefix="compozy-browser-"))
+    try:
+        home = root / "home"
+        workspace_dir = root / "project"
+        home.mkdir()
+        (workspace_dir / ".git").mkdir(parents=True)
+        cli = Cli(home=home, cwd=workspace_dir)
+        # A first memory makes the directory a known workspace, so the inspector's workspace selects offer it.
+        seed = cli("memory", "write", "-o", "json", "--type", "project", "--name", "Browser suite seed",
+                   "--description", "Registers the workspace the browser tests use",
+                   "--content", "The browser suite writes its memories into this workspace.")
+        assert seed.code == 0, seed.stdout + seed.stderr
+        workspace_id = json.loads(seed.stdout)["decision"]["workspace_id"]
+        port = free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        log = root / "serve.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen([COMPOZY, "serve", "--bind", f"127.0.0.1:{port}", "--no-cluster"],
+                                    cwd=workspace_dir, env=cli.env(), stdout=out, stderr=subprocess.STDOUT)
+        try:
+            first_link = _wait_until_serving(proc, base_url, log)
+            assert first_link.startswith(f"{base_url}/inspector/signin?token="), first_link
+            yield Server(base_url=base_url, first_link=first_link, pid=proc.pid, cli=cli,
+                         workspace_id=workspace_id, log=log)
+        finally:
+            _stop(proc)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@dataclass
+class Guard:
+    """Every request to a host other than loopback, aborted before it left the browser."""
+
+    foreign: list[str] = field(default_factory=list)
+
+    def route(self, route: Route) -> None:
+        url = route.request.url
+        host = urlsplit(url).hostname or ""
+        if url.startswith(("http:", "https:", "ws:", "wss:", "ftp:")) and host not in LOOPBACK_HOSTS:
+            self.foreign.append(url)
+            route.abort("blockedbyclient")
+        else:
+            route.continue_()
+
+
+@pytest.fixture(scope="session")
+def signed_in_state(browser: Browser, server: Server) -> dict:
+    """Cookies of a session signed in with a fresh one-time link (not the one serve printed)."""
+    context = browser.new_context(base_url=server.base_url)
+    try:
+        page = context.new_page()
+        page.goto(server.new_link())
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(f"{server.base_url}/inspector/")
+        return context.storage_state()
+    finally:
+        context.close()
+
+
+@dataclass
+class Pages:
+    """Opens pages in fresh contexts for one test; remembers them so the last one can be screenshotted."""
+
+    browser: Browser
+    server: Server
+    guard: Guard
+    contexts: list[BrowserContext] = field(default_factory=list)
+    pages: list[Page] = field(default_factory=list)
+
+    def open(self, storage_state: dict | None = None, **options) -> Page:
+        context = self.browser.new_context(base_url=self.server.base_url, storage_state=storage_state, **options)
+        context.set_default_timeout(TIMEOUT_MS)
+        context.route("**/*", self.guard.route)
+        self.contexts.append(context)
+        page = context.new_page()
+        self.pages.append(page)
+        return page
+
+
+@pytest.fixture
+def guard() -> Guard:
+    return Guard()
+
+
+@pytest.fixture
+def pages(request: pytest.FixtureRequest, browser: Browser, server: Server, guard: Guard) -> Iterator[Pages]:
+    opened = Pages(browser=browser, server=server, guard=guard)
+    yield opened
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name).strip("_")
+    try:
+        live = [page for page in opened.pages if not page.is_closed()]
+        if live:
+            live[-1].screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    finally:
+        for context in opened.contexts:
+            context.close()
+    assert guard.foreign == [], f"the browser tried to reach another host: {guard.foreign}"
+
+
+@pytest.fixture
+def page(pages: Pages, signed_in_state: dict) -> Page:
+    """A page in a fresh context that is already signed in to the inspector."""
+    return pages.open(storage_state=signed_in_state)
+
+
+@pytest.fixture
+def anonymous_page(pages: Pages) -> Page:
+    """A page in a fresh context with no session cookie."""
+    return pages.open()
