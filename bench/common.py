@@ -132,11 +132,12 @@ def _git() -> dict[str, object]:
 
     def out(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+            # Only trailing newlines go: porcelain status lines start with a meaningful space.
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.rstrip("\n")
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    dirty = [line[3:] for line in out("status", "--porcelain", "--", "compozy", "memory").splitlines()]
+    dirty = [line[3:] for line in out("status", "--porcelain", "--", "compozy", "memory", "inspector").splitlines()]
     return {"head": out("rev-parse", "--short", "HEAD"), "modified_product_paths": dirty}
 
 

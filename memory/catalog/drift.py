@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.db import connection
+
 from memory.domain.document import parse_document
 from memory.domain.errors import DOCUMENT_ERRORS
 from memory.domain.models import sha256_text
-from memory.domain.names import parse_filename
-from memory.models import CatalogEntry
 from memory.store import files
 
 
@@ -44,21 +43,34 @@ def invalid_reason(root: Path, filename: str) -> str | None:
     return None
 
 
+def _catalog_state(root_key: str, *, include_system: bool) -> dict[str, tuple[int, int]]:
+    # A plain cursor and no hashes: health reads every row of a root on each call; the few rows whose size or
+    # mtime differ from the disk have their hash read afterwards.
+    sql = "SELECT filename, size, mtime_ns FROM memory_catalog_entries WHERE root_key = %s"
+    if not include_system:
+        sql += " AND is_system = 0"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [root_key])
+        return {filename: (size, mtime) for filename, size, mtime in cursor.fetchall()}
+
+
+def _catalog_hash(root_key: str, filename: str) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT content_hash FROM memory_catalog_entries WHERE root_key = %s AND filename = %s",
+                       [root_key, filename])
+        row = cursor.fetchone()
+    return row[0] if row else ""
+
+
 def drift_for_root(root_key: str, root: Path, *, include_system: bool = False) -> RootDrift:
     report = RootDrift(root_key)
-    rows = CatalogEntry.objects.filter(root_key=root_key)
-    if not include_system:
-        rows = rows.filter(is_system=False)
-    catalog = {filename: (size, mtime, digest) for filename, size, mtime, digest
-               in rows.values_list("filename", "size", "mtime_ns", "content_hash")}
-    on_disk = files.list_document_names(root, include_system=include_system)
-    report.disk_files = len(on_disk)
-    for filename in on_disk:
-        # The filename carries the type; an ad-hoc note's type lives only in its frontmatter.
-        memory_type, _slug = parse_filename(filename)
-        report.files_by_type[memory_type.value if memory_type else "ad_hoc"] += 1
+    catalog = _catalog_state(root_key, include_system=include_system)
+    listing = files.scan_root(root, include_system=include_system, with_stat=True)
+    report.disk_files = len(listing.documents)
+    # The filename carries the type; an ad-hoc note's type lives only in its frontmatter.
+    report.files_by_type.update(listing.kinds.values())
     report.indexed_files = len(catalog)
-    for filename in on_disk:
+    for filename, stat in listing.documents.items():
         known = catalog.get(filename)
         if known is None:
             reason = invalid_reason(root, filename)
@@ -66,22 +78,20 @@ def drift_for_root(root_key: str, root: Path, *, include_system: bool = False) -
                 report.invalid.append({"filename": filename, "reason": reason})
             else:
                 report.unindexed.append(filename)
-            continue
-        try:
-            stat = os.stat(root / filename)
-        except OSError:
+        elif stat is None:
             report.orphaned.append(filename)
-            continue
-        if (stat.st_size, stat.st_mtime_ns) != known[:2]:
+        elif stat != known:
             raw = files.read_bytes(root, filename) or b""
-            if sha256_text(raw.decode("utf-8", "replace")) != known[2]:
+            if sha256_text(raw.decode("utf-8", "replace")) != _catalog_hash(root_key, filename):
                 reason = invalid_reason(root, filename)
                 if reason:
                     report.invalid.append({"filename": filename, "reason": reason})
                 else:
                     report.modified.append(filename)
-    disk_set = set(on_disk)
-    report.orphaned.extend(sorted(name for name in catalog if name not in disk_set))
-    for name in files.list_other_files(root):
-        report.invalid.append({"filename": name, "reason": "not_a_memory_filename"})
+    report.orphaned.extend(name for name in catalog if name not in listing.documents)
+    report.invalid.extend({"filename": name, "reason": "not_a_memory_filename"} for name in listing.others)
+    report.unindexed.sort()
+    report.modified.sort()
+    report.orphaned.sort()
+    report.invalid.sort(key=lambda item: item["filename"])
     return report

@@ -93,9 +93,17 @@ def parse_filename(filename: str) -> tuple[MemoryType | None, str]:
     )
 
 
-def is_memory_document_name(filename: str) -> bool:
+def document_kind(filename: str) -> str | None:
+    """The memory type a document's name declares, "ad_hoc" for an ad-hoc note, None for any other name."""
     base = filename.rsplit("/", 1)[-1]
-    return bool(_TYPED.match(base) or _AD_HOC.match(base))
+    match = _TYPED.match(base)
+    if match:
+        return match.group(1)
+    return "ad_hoc" if _AD_HOC.match(base) else None
+
+
+def is_memory_document_name(filename: str) -> bool:
+    return document_kind(filename) is not None
 
 
 def entity_key(slug: str) -> str:

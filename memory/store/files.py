@@ -7,10 +7,11 @@ import hashlib
 import os
 import secrets
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memory.domain.errors import ValidationError
-from memory.domain.names import INDEX_FILENAME, SYSTEM_DIR, is_memory_document_name
+from memory.domain.names import INDEX_FILENAME, SYSTEM_DIR, document_kind
 
 TEMP_SUFFIX = ".compozy-tmp"
 Step = Callable[[str], None]
@@ -141,41 +142,75 @@ def read_bytes(root: Path, filename: str) -> bytes | None:
         ) from None
 
 
+@dataclass
+class RootListing:
+    """One pass over a root's directory: its memory documents (with size and mtime when stat-ed), the kind each
+    name declares, and the other top-level files health reports."""
+
+    documents: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    others: list[str] = field(default_factory=list)
+
+
+def scan_root(root: Path, *, include_system: bool = False, with_stat: bool = False) -> RootListing:
+    """List a root once. Without `with_stat` no file is stat-ed; with it, a document whose stat fails (a broken
+    symlink, a file deleted meanwhile) maps to None."""
+    listing = RootListing()
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except (FileNotFoundError, NotADirectoryError):
+        return listing
+    try:
+        # scandir over a directory descriptor: each entry.stat() is an fstatat() relative to it, the cheapest
+        # stat there is, which matters because health stats every file of every root on each call.
+        with os.scandir(fd) as entries:
+            documents, kinds, others = listing.documents, listing.kinds, listing.others
+            for entry in entries:
+                name = entry.name
+                if name == INDEX_FILENAME or name[0] == ".":
+                    continue
+                # Ordered for the common case, a regular file: one d_type check per entry, no syscall.
+                if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                    kind = document_kind(name)
+                    if kind is None:
+                        others.append(name)
+                        continue
+                    kinds[name] = kind
+                    if with_stat:
+                        try:
+                            stat = entry.stat()
+                            documents[name] = (stat.st_size, stat.st_mtime_ns)
+                        except OSError:
+                            documents[name] = None
+                    else:
+                        documents[name] = None
+                elif not entry.is_dir(follow_symlinks=False) and document_kind(name) is None:
+                    others.append(name)  # a FIFO or device under a memory name is never opened or listed
+    finally:
+        os.close(fd)
+    if include_system:
+        for dirpath, _dirs, names in os.walk(root / SYSTEM_DIR):
+            rel_dir = Path(dirpath).relative_to(root).as_posix()
+            for name in names:
+                if name.endswith(".md") and not name.startswith(".") and not name.endswith(TEMP_SUFFIX):
+                    relative = f"{rel_dir}/{name}"
+                    listing.kinds[relative] = document_kind(name) or "system"
+                    listing.documents[relative] = _stat(os.path.join(dirpath, name)) if with_stat else None
+    listing.others.sort()
+    return listing
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
 def list_document_names(root: Path, *, include_system: bool = False) -> list[str]:
     """Filenames of memory documents in a root (relative), without MEMORY.md, temp files or other files."""
-    names: list[str] = []
-    if not root.is_dir():
-        return names
-    with os.scandir(root) as entries:
-        for entry in entries:
-            if entry.name == INDEX_FILENAME or entry.name.startswith("."):
-                continue
-            is_file = entry.is_file(follow_symlinks=False) or entry.is_symlink()
-            if is_file and is_memory_document_name(entry.name):
-                names.append(entry.name)
-    if include_system:
-        system = root / SYSTEM_DIR
-        for dirpath, _dirs, files in os.walk(system):
-            rel_dir = Path(dirpath).relative_to(root).as_posix()
-            for name in files:
-                if name.endswith(".md") and not name.startswith(".") and not name.endswith(TEMP_SUFFIX):
-                    names.append(f"{rel_dir}/{name}")
-    names.sort()
-    return names
-
-
-def list_other_files(root: Path) -> list[str]:
-    """Top-level files in a root that are neither memory documents nor MEMORY.md: reported by health."""
-    if not root.is_dir():
-        return []
-    found = []
-    with os.scandir(root) as entries:
-        for entry in entries:
-            if entry.name == INDEX_FILENAME or entry.name.startswith(".") or entry.is_dir(follow_symlinks=False):
-                continue
-            if not is_memory_document_name(entry.name):
-                found.append(entry.name)
-    return sorted(found)
+    return sorted(scan_root(root, include_system=include_system).documents)
 
 
 def make_scope_dirs(root: Path, *, with_inbox: bool = False) -> None:
