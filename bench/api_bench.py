@@ -21,6 +21,9 @@ Three variants, each over the same `--requests` items (questions from `common.pr
 shuffled order):
   tcp          httpx over 127.0.0.1:<port> with the bearer token from $COMPOZY_HOME/token
   uds          httpx over $COMPOZY_HOME/run/compozy.sock (httpx.HTTPTransport(uds=...))
+  uds_stdlib   the standard library's http.client over the same socket, one persistent connection (concurrency 1
+               only): httpx spends 0.5-0.7 ms of client CPU per request here, which is the caller's cost, so
+               the target is reported for both clients
   in_process   the service function called directly (no JSON; its to_json()+json.dumps is timed separately,
                as `in_process_serialization`, to explain part of the gap)
 A round trip is timed from the call to the full response body read (the client's JSON decode is not timed).
