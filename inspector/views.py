@@ -16,9 +16,23 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memory.domain.enums import AgentTier, MemoryType, Op, Origin, Scope
-from memory.domain.errors import MemoryError_, Rejected
-from memory.services import catalog, decisions, events, jobs, memories, recall, snapshots, workspaces
+from memory.services import (
+    AgentTier,
+    MemoryError_,
+    MemoryType,
+    Op,
+    Origin,
+    Rejected,
+    Scope,
+    catalog,
+    decisions,
+    events,
+    jobs,
+    memories,
+    recall,
+    snapshots,
+    workspaces,
+)
 from memory.services.context import Caller
 
 from . import rendering, signin

@@ -1,0 +1,7 @@
+"""The one API every surface calls: a module per noun, plus the domain vocabulary a surface needs to build inputs
+and render errors, re-exported here so that surfaces such as the inspector import `memory.services` only."""
+
+from memory.domain.enums import AgentTier, MemoryType, Op, Origin, Scope
+from memory.domain.errors import MemoryError_, Rejected
+
+__all__ = ["AgentTier", "MemoryError_", "MemoryType", "Op", "Origin", "Rejected", "Scope"]

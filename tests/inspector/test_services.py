@@ -73,3 +73,22 @@ def test_a_reindex_job_runs_once_and_records_progress_and_result(home, workspace
     done = jobs.job_get(data=jobs.JobIdInput.parse({"job_id": job.id}), caller=h.caller(workspace_dir))
     assert (done.status, done.done, done.total, done.result["files"]) == ("succeeded", 1, 1, 1)
     assert Event.objects.filter(op=EventOp.WRITE_REINDEX.value).count() == 1
+
+
+def test_the_inspector_imports_nothing_of_memory_but_its_services():
+    import ast
+    from pathlib import Path
+
+    inspector = Path(__file__).resolve().parents[2] / "inspector"
+    reached = set()
+    for source in inspector.rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                reached.add(node.module)
+            elif isinstance(node, ast.Import):
+                reached.update(alias.name for alias in node.names)
+    memory_modules = {name for name in reached if name == "memory" or name.startswith("memory.")}
+    assert memory_modules, "the scan found no import of memory at all"
+    # memory.bootstrap is process start (migrate a fresh home), which `compozy inspector link` needs like every command.
+    allowed = ("memory.services", "memory.bootstrap")
+    assert {name for name in memory_modules if not name.startswith(allowed)} == set()
