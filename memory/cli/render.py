@@ -173,6 +173,10 @@ def human_health(document: dict[str, Any]) -> str:
         f"operations:           {document['operation_count']} (last {document['last_operation_at'] or 'never'})",
         f"generation:           {document['generation']}",
     ]
+    by_scope = ["{}: {}".format(scope, ", ".join(f"{kind} {count}" for kind, count in sorted(counts.items())))
+                for scope, counts in sorted(document.get("file_counts", {}).items()) if counts]
+    if by_scope:
+        lines.append(f"files by type:        {'; '.join(by_scope)}")
     for item in document["invalid_files"]:
         lines.append(f"invalid:              {item['root_key']} {item['filename']} ({item['reason']})")
     return "\n".join(lines)

@@ -122,6 +122,7 @@ def test_human_output_is_a_readable_table(cli):
     assert "project_readable.md" in text
     health = cli("memory", "health").stdout
     assert "status:" in health and "ok" in health
+    assert "files by type:        workspace: project 1" in health.splitlines()
 
 
 def test_reindex_shows_progress_on_a_terminal(cli):
