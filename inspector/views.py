@@ -89,6 +89,28 @@ def page_not_found(request: HttpRequest) -> HttpResponse:
     return _with_csp(render(request, "inspector/error.html", {"error": error}, status=404))
 
 
+def _render_attempt(request: HttpRequest, template: str, context: dict[str, Any],
+                    produce: Callable[[], dict[str, Any]]) -> HttpResponse:
+    """A page whose form must survive an error (a bad filter, an unknown workspace): the error and its code are
+    shown above the form as the person filled it in."""
+    try:
+        context.update(produce())
+        status = 200
+    except MemoryError_ as exc:
+        context["error"] = exc.to_dict()
+        status = exc.http_status
+    return render(request, template, context, status=status)
+
+
+def _listing(request: HttpRequest, template: str, fields: tuple[str, ...], service: Callable[..., Any],
+             input_model: Any) -> HttpResponse:
+    """A paged, filtered list over one service; the filters stay in the page links, the cursor does not."""
+    chosen = _fields(request.GET, *fields)
+    context = {"chosen": chosen, "filters": {k: v for k, v in chosen.items() if k != "cursor"}, **_choices()}
+    return _render_attempt(request, template, context, lambda: {
+        "result": service(data=input_model.parse(chosen), caller=_caller(request)).to_json()})
+
+
 # --- sign-in -------------------------------------------------------------------------------------------------
 
 
@@ -149,11 +171,8 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
 
 @page
 def memory_list(request: HttpRequest) -> HttpResponse:
-    chosen = _fields(request.GET, *SELECTORS, "type", "sort", "cursor", "limit")
-    result = memories.memory_list(data=memories.ListInput.parse(chosen), caller=_caller(request)).to_json()
-    filters = {k: v for k, v in chosen.items() if k != "cursor"}
-    return render(request, "inspector/memory_list.html",
-                  {"result": result, "chosen": chosen, "filters": filters, **_choices()})
+    return _listing(request, "inspector/memory_list.html", (*SELECTORS, "type", "sort", "cursor", "limit"),
+                    memories.memory_list, memories.ListInput)
 
 
 def _memory_selectors(source: Any) -> dict[str, Any]:
@@ -257,20 +276,24 @@ def memory_delete(request: HttpRequest, filename: str) -> HttpResponse:
 def recall_playground(request: HttpRequest) -> HttpResponse:
     chosen = _fields(request.GET, "query", "workspace", "agent_name", "agent_tier", "top_k", "include_system")
     context: dict[str, Any] = {"chosen": chosen, **_choices()}
-    if chosen.get("query"):
+
+    def ranked() -> dict[str, Any]:
+        if not chosen.get("query"):
+            return {}
         result = recall.memory_search(data=recall.SearchInput.parse(chosen), caller=_caller(request), record=False)
         hits = result.to_json()["results"]
         bars = rendering.score_bars(hits)
-        rows = []
+        rows: list[dict[str, Any]] = []
         for index, hit in enumerate(hits):
             entry = {**hit, "bars": bars[str(index)], "shadowed": []}
             if hit["shadowed_by"] and rows and _identity(rows[-1]) == _identity(hit):
-                rows[-1]["shadowed"].append(entry)
+                rows[-1]["shadowed"].append(entry)  # beside the winner that shadows it
             else:
                 rows.append(entry)
-        context.update({"result": result.to_json(), "rows": rows, "bar_width": rendering.SCORE_BAR_WIDTH,
-                        "parts": rendering.SCORE_PARTS, "prompt_text": recall.recall_prompt_text(result.recall)})
-    return render(request, "inspector/recall.html", context)
+        return {"result": result.to_json(), "rows": rows, "bar_width": rendering.SCORE_BAR_WIDTH,
+                "parts": rendering.SCORE_PARTS, "prompt_text": recall.recall_prompt_text(result.recall)}
+
+    return _render_attempt(request, "inspector/recall.html", context, ranked)
 
 
 def _identity(hit: dict[str, Any]) -> tuple[str, str]:
@@ -282,11 +305,9 @@ def _identity(hit: dict[str, Any]) -> tuple[str, str]:
 
 @page
 def decision_list(request: HttpRequest) -> HttpResponse:
-    chosen = _fields(request.GET, "filename", "op", "origin", "since", "workspace", "cursor", "limit")
-    result = decisions.decision_list(data=decisions.DecisionListInput.parse(chosen), caller=_caller(request)).to_json()
-    filters = {k: v for k, v in chosen.items() if k != "cursor"}
-    return render(request, "inspector/decision_list.html",
-                  {"result": result, "chosen": chosen, "filters": filters, **_choices()})
+    return _listing(request, "inspector/decision_list.html",
+                    ("filename", "op", "origin", "since", "workspace", "cursor", "limit"),
+                    decisions.decision_list, decisions.DecisionListInput)
 
 
 @page
@@ -321,18 +342,14 @@ def decision_revert(request: HttpRequest, decision_id: str) -> HttpResponse:
 
 @page
 def event_list(request: HttpRequest) -> HttpResponse:
-    chosen = _fields(request.GET, "family", "workspace", "since", "cursor", "limit")
-    result = events.event_list(data=events.EventListInput.parse(chosen), caller=_caller(request)).to_json()
-    filters = {k: v for k, v in chosen.items() if k != "cursor"}
-    return render(request, "inspector/event_list.html",
-                  {"result": result, "chosen": chosen, "filters": filters, **_choices()})
+    return _listing(request, "inspector/event_list.html", ("family", "workspace", "since", "cursor", "limit"),
+                    events.event_list, events.EventListInput)
 
 
 @page
 def snapshot_view(request: HttpRequest) -> HttpResponse:
     chosen = _fields(request.GET, "session_id", "workspace")
     context: dict[str, Any] = {"chosen": chosen, **_choices()}
-    if chosen.get("session_id"):
-        data = snapshots.SnapshotLogInput.parse(chosen)
-        context["log"] = snapshots.snapshot_log(data=data, caller=_caller(request)).to_json()
-    return render(request, "inspector/snapshot.html", context)
+    return _render_attempt(request, "inspector/snapshot.html", context, lambda: {
+        "log": snapshots.snapshot_log(data=snapshots.SnapshotLogInput.parse(chosen), caller=_caller(request)).to_json()
+    } if chosen.get("session_id") else {})

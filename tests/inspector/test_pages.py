@@ -333,3 +333,18 @@ def test_an_unknown_inspector_address_is_a_page_and_an_unknown_api_route_stays_j
     assert "memory.not_found" in page_text(page)
     api = browser.get("/api/no-such-route")
     assert api.status_code == 404 and api.json()["code"] == "memory.not_found"
+
+
+@pytest.mark.parametrize(("url", "code", "kept"), [
+    ("/inspector/memories/?scope=agent&type=project", "memory.scope.invalid", '<option selected>agent</option>'),
+    ("/inspector/recall?query=runtime+docs+built&top_k=0", "memory.validation", 'value="runtime docs built"'),
+    ("/inspector/decisions/?since=not-a-time&filename=kept.md", "memory.validation", 'value="kept.md"'),
+    ("/inspector/events/?cursor=garbage&family=recall", "memory.validation", "<option selected>recall</option>"),
+    ("/inspector/memories/?workspace=01ZZZZZZZZZZZZZZZZZZZZZZZZ", "memory.scope.workspace_required", "Filter"),
+])
+def test_a_bad_filter_shows_its_error_above_the_form_as_it_was_filled_in(browser, url, code, kept):
+    response = browser.get(url)
+    page = page_text(response)
+    assert response.status_code == 400
+    assert f"<code>{code}</code>" in page and kept in page
+    assert '<form method="get" class="filters"' in page
