@@ -343,12 +343,12 @@ DIAGNOSTICS_NOTE = {
 
 
 def _diagnostics(tallies: dict[str, Tally], variants: list[str]) -> dict[str, Any]:
-    base = summary(tallies["in_process"].seconds)
+    base = common.timing_summary(tallies["in_process"].seconds)
     result: dict[str, Any] = {}
     for variant, tally in tallies.items():
         if variant in variants:
             continue
-        entry: dict[str, Any] = summary(tally.seconds)
+        entry: dict[str, Any] = common.timing_summary(tally.seconds)
         if entry.get("n") and base.get("n") and not variant.startswith("healthz"):
             entry["p50_minus_in_process_p50_ms"] = round(entry["p50_ms"] - base["p50_ms"], 3)
             entry["median_paired_difference_ms"] = paired(tally, tallies["in_process"])
@@ -385,18 +385,6 @@ def paired(tally: Tally, base: Tally) -> float | None:
     """The median over items of (this variant's time - the in-process time for the same item), in ms."""
     differences = [seconds - base.by_item[index] for index, seconds in tally.by_item.items() if index in base.by_item]
     return round(common.percentile(differences, 0.5) * 1000, 3) if differences else None
-
-
-def summary(seconds: list[float]) -> dict[str, float]:
-    if not seconds:
-        return {"n": 0}
-    return {
-        "n": len(seconds),
-        "p50_ms": round(common.percentile(seconds, 0.50) * 1000, 3),
-        "p95_ms": round(common.percentile(seconds, 0.95) * 1000, 3),
-        "max_ms": round(max(seconds) * 1000, 3),
-        "mean_ms": round(sum(seconds) / len(seconds) * 1000, 3),
-    }
 
 
 def run(env: common.Env, args: argparse.Namespace) -> tuple[dict[str, Any], common.LiveServer, list[ClientThread]]:
@@ -589,10 +577,10 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
 
 
 def _block_result(tallies: dict[str, Tally], serialization: list[float] | None) -> dict[str, Any]:
-    base = summary(tallies["in_process"].seconds)
+    base = common.timing_summary(tallies["in_process"].seconds)
     result: dict[str, Any] = {}
     for variant, tally in tallies.items():
-        entry: dict[str, Any] = summary(tally.seconds)
+        entry: dict[str, Any] = common.timing_summary(tally.seconds)
         if variant != "in_process" and tally.seconds and base.get("n"):
             entry["p50_minus_in_process_p50_ms"] = round(entry["p50_ms"] - base["p50_ms"], 3)
             entry["p95_minus_in_process_p95_ms"] = round(entry["p95_ms"] - base["p95_ms"], 3)
@@ -606,7 +594,7 @@ def _block_result(tallies: dict[str, Tally], serialization: list[float] | None) 
         entry["errors"] = dict(tally.errors)
         result[variant] = entry
     if serialization:
-        result["in_process_serialization"] = {**summary(serialization),
+        result["in_process_serialization"] = {**common.timing_summary(serialization),
                                               "what": "result.to_json() + json.dumps, after the call"}
     return result
 
@@ -704,10 +692,10 @@ def _writes(env: common.Env, args: argparse.Namespace, server: common.LiveServer
         "ops_of_200s": dict(ops),
         "non_200": sum(errors.values()),
         "non_200_by_status_and_code": dict(errors),
-        "non_200_latency": summary(error_latency) if error_latency else None,
+        "non_200_latency": common.timing_summary(error_latency) if error_latency else None,
         "wall_s": round(wall, 2),
         "writes_per_s": round(successes / wall, 1) if wall else None,
-        "latency_200": summary([outcome[0] for outcome in ok]),
+        "latency_200": common.timing_summary([outcome[0] for outcome in ok]),
         "latency_200_by_client_p50_max_ms": [
             [round(common.percentile(xs, 0.5) * 1000, 1), round(max(xs) * 1000, 1)] if xs else None
             for xs in ([seconds for seconds, status, _code, _op in per_client if status == 200]

@@ -315,6 +315,19 @@ def latency_summary(seconds: list[float]) -> dict[str, float]:
     }
 
 
+def timing_summary(seconds: list[float]) -> dict[str, float]:
+    """Count, p50, p95, max and mean of a list of durations, in milliseconds."""
+    if not seconds:
+        return {"n": 0}
+    return {
+        "n": len(seconds),
+        "p50_ms": round(percentile(seconds, 0.50) * 1000, 3),
+        "p95_ms": round(percentile(seconds, 0.95) * 1000, 3),
+        "max_ms": round(max(seconds) * 1000, 3),
+        "mean_ms": round(sum(seconds) / len(seconds) * 1000, 3),
+    }
+
+
 def parse_sizes(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part.strip()]
 
@@ -339,16 +352,21 @@ class Profiler:
     def __exit__(self, *exc: object) -> None:
         if self._profile is None:
             return
-        import io
-        import pstats
-
         self._profile.disable()
-        self._profile.dump_stats(self.path)
-        for key in ("cumulative", "tottime"):
-            out = io.StringIO()
-            pstats.Stats(self._profile, stream=out).sort_stats(key).print_stats(25)
-            log(f"profile ({key}) saved to {self.path}:\n{out.getvalue()}")
+        dump_profile(self._profile, self.path, "the timed section")
         self._profile = None
+
+
+def dump_profile(profiler, path: str, what: str) -> None:  # noqa: ANN001 - a cProfile.Profile
+    """Save a profile to `path` and log its top functions by cumulative and by own time."""
+    import io
+    import pstats
+
+    profiler.dump_stats(path)
+    for key in ("cumulative", "tottime"):
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(30)
+        log(f"profile of {what} ({key}), saved to {path}:\n{out.getvalue()}")
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -124,16 +124,6 @@ def main() -> None:
     })
 
 
-def summary(seconds: list[float]) -> dict[str, float]:
-    return {
-        "n": len(seconds),
-        "p50_ms": round(common.percentile(seconds, 0.50) * 1000, 3),
-        "p95_ms": round(common.percentile(seconds, 0.95) * 1000, 3),
-        "max_ms": round(max(seconds) * 1000, 3),
-        "mean_ms": round(sum(seconds) / len(seconds) * 1000, 3),
-    }
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # The worker: prefill, sign in, time the pages, count their queries.
 
@@ -331,12 +321,12 @@ def worker(env: common.Env, size: int, args: argparse.Namespace) -> dict[str, ob
                          "sql_ms": round(common.percentile(sql_seconds, 0.5) * 1000, 3)}
 
     for name, profiler in profilers.items():
-        _dump_profile(profiler, f"{args.profile}.{name}", size, name)
+        common.dump_profile(profiler, f"{args.profile}.{name}", f"{name} at N={size}")
 
-    floors = {name: summary(seconds[name]) for name in FLOORS}
+    floors = {name: common.timing_summary(seconds[name]) for name in FLOORS}
     figures: dict[str, dict[str, object]] = {}
     for name in pages:
-        block: dict[str, object] = {**summary(seconds[name]), "queries": queries[name]["queries"],
+        block: dict[str, object] = {**common.timing_summary(seconds[name]), "queries": queries[name]["queries"],
                                     "sql_ms": queries[name]["sql_ms"], "bytes": len(bodies[name])}
         for floor in FLOORS:
             block[f"p95_over_{floor}_p95"] = round(block["p95_ms"] / floors[floor]["p95_ms"], 2)
@@ -415,17 +405,6 @@ class StatementTimer:
             return execute(sql, params, many, context)
         finally:
             self.seconds.append(time.perf_counter() - started)
-
-
-def _dump_profile(profiler, path: str, size: int, name: str) -> None:  # noqa: ANN001
-    import io
-    import pstats
-
-    profiler.dump_stats(path)
-    for key in ("cumulative", "tottime"):
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(30)
-        common.log(f"N={size}: profile of {name} ({key}), saved to {path}:\n{out.getvalue()}")
 
 
 if __name__ == "__main__":

@@ -146,15 +146,6 @@ def coordinate(sizes: list[int], args: argparse.Namespace) -> None:
 # The worker: prefill one size, run the interleaved rounds, then the search-only child.
 
 
-def summary(seconds: list[float]) -> dict[str, float]:
-    return {
-        "p50_ms": round(common.percentile(seconds, 0.50) * 1000, 3),
-        "p95_ms": round(common.percentile(seconds, 0.95) * 1000, 3),
-        "max_ms": round(max(seconds) * 1000, 3),
-        "mean_ms": round(sum(seconds) / len(seconds) * 1000, 3),
-    }
-
-
 def queries_for(size: int, seed: int, count: int, warmup: int) -> tuple[list[common.Query], list[common.Query]]:
     # The vocabulary is the prefill's (same seed); the questions are the same at every size and in the child.
     words = common.ProseWords(seed)
@@ -360,10 +351,10 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
         cursor.execute("SELECT COUNT(*), COALESCE(SUM(recall_count), 0) FROM memory_recall_signals")
         signal_rows, signal_recalls = cursor.fetchone()
     if profiler is not None:
-        _dump_profile(profiler, profile, size)
+        common.dump_profile(profiler, profile, f"the timed product calls at N={size}")
 
     product_s, bare_s, floor_s = times["product"], times["no_signals"], times["floor"]
-    product_sum, bare_sum, floor_sum = summary(product_s), summary(bare_s), summary(floor_s)
+    product_sum, bare_sum, floor_sum = common.timing_summary(product_s), common.timing_summary(bare_s), common.timing_summary(floor_s)
     differences = [a - b for a, b in zip(product_s, bare_s, strict=True)]
     worker_rss = common.peak_rss_mb()
 
@@ -414,17 +405,6 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
     }
 
 
-def _dump_profile(profiler, path: str, size: int) -> None:  # noqa: ANN001
-    import io
-    import pstats
-
-    profiler.dump_stats(path)
-    for key in ("cumulative", "tottime"):
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(30)
-        common.log(f"N={size}: profile of the timed product calls ({key}), saved to {path}:\n{out.getvalue()}")
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # The search-only child: a process that only searches, to measure its peak RSS.
 
@@ -451,7 +431,7 @@ def search_only(home: Path, workspace: Path, size: int, seed: int, count: int, w
         "vm_hwm_mb": _status_mb("VmHWM"),
         "rss_mb_at_end": _status_mb("VmRSS"),
         "searches": len(timed) + len(warm),
-        "product": summary(seconds),
+        "product": common.timing_summary(seconds),
     }
 
 

@@ -103,16 +103,6 @@ def main() -> None:
     })
 
 
-def summary(seconds: list[float]) -> dict[str, float]:
-    return {
-        "iterations": len(seconds),
-        "p50_ms": round(common.percentile(seconds, 0.50) * 1000, 3),
-        "p95_ms": round(common.percentile(seconds, 0.95) * 1000, 3),
-        "max_ms": round(max(seconds) * 1000, 3),
-        "mean_ms": round(sum(seconds) / len(seconds) * 1000, 3),
-    }
-
-
 def worker(env: common.Env, size: int, seed: int, cold: int, cached: int, profile: str | None) -> dict[str, object]:
     from django.db import transaction
 
@@ -201,7 +191,7 @@ def worker(env: common.Env, size: int, seed: int, cold: int, cached: int, profil
         cold_flags.append(result.cached)
         generations.add(result.generation)
     if profiler is not None:
-        _dump_profile(profiler, profile, size)
+        common.dump_profile(profiler, profile, f"the cold builds at N={size}")
 
     # Cache hits at one generation: the cold text of this generation first, then the same request again.
     advance()
@@ -260,30 +250,19 @@ def worker(env: common.Env, size: int, seed: int, cold: int, cached: int, profil
         "snapshot": {"bytes": len(text.encode()), "entries": len(cold_result.entries),
                      "lines": text.count("\n"), "stored_snapshots": Snapshot.objects.count(),
                      "generation_at_end": current_generation()},
-        "cold_no_query": summary(cold_plain),
-        "cold_with_query": summary(cold_query),
-        "cached_memo": summary(memo_s),
-        "cached_db": summary(db_s),
-        "cached_memo_with_query": summary(query_memo_s),
-        "cached_memo_under_1ms": {"p50": summary(memo_s)["p50_ms"] < TARGET_CACHED_P50_MS,
-                                  "p95": summary(memo_s)["p95_ms"] < TARGET_CACHED_P50_MS},
-        "cached_db_under_1ms": {"p50": summary(db_s)["p50_ms"] < TARGET_CACHED_P50_MS,
-                                "p95": summary(db_s)["p95_ms"] < TARGET_CACHED_P50_MS},
+        "cold_no_query": common.timing_summary(cold_plain),
+        "cold_with_query": common.timing_summary(cold_query),
+        "cached_memo": common.timing_summary(memo_s),
+        "cached_db": common.timing_summary(db_s),
+        "cached_memo_with_query": common.timing_summary(query_memo_s),
+        "cached_memo_under_1ms": {"p50": common.timing_summary(memo_s)["p50_ms"] < TARGET_CACHED_P50_MS,
+                                  "p95": common.timing_summary(memo_s)["p95_ms"] < TARGET_CACHED_P50_MS},
+        "cached_db_under_1ms": {"p50": common.timing_summary(db_s)["p50_ms"] < TARGET_CACHED_P50_MS,
+                                "p95": common.timing_summary(db_s)["p95_ms"] < TARGET_CACHED_P50_MS},
         "checks": checks,
         "all_checks_passed": all(checks[key] for key in expected_true),
         "failed_checks": [key for key in expected_true if not checks[key]],
     }
-
-
-def _dump_profile(profiler, path: str, size: int) -> None:  # noqa: ANN001
-    import io
-    import pstats
-
-    profiler.dump_stats(path)
-    for key in ("cumulative", "tottime"):
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(30)
-        common.log(f"N={size}: profile of the cold builds ({key}), saved to {path}:\n{out.getvalue()}")
 
 
 if __name__ == "__main__":

@@ -274,20 +274,9 @@ def _serve(env: common.Env, size: int, seed: int, warmup: int, profile: str | No
             _reply({"seconds": elapsed, "op": op})
         elif command == "done":
             if profiler is not None:
-                _dump_profile(profiler, profile, size)
+                common.dump_profile(profiler, profile, f"the timed writes at N={size}")
             _reply({"in_scope": in_scope(), "decisions": Decision.objects.count()})
             return
-
-
-def _dump_profile(profiler, path: str, size: int) -> None:
-    import io
-    import pstats
-
-    profiler.dump_stats(path)
-    for key in ("cumulative", "tottime"):
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(30)
-        common.log(f"N={size}: profile of the timed writes ({key}), saved to {path}:\n{out.getvalue()}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
