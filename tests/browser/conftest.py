@@ -8,25 +8,20 @@ as a full-page screenshot under $ARTIFACTS_DIR/browser/<test name>.png, even whe
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
-from tests.conftest import COMPOZY, REPO, Cli
+from tests.conftest import REPO, Cli
+from tests.live import start_serve, stop_serve
 
 # Playwright's sync API runs an event loop in this thread; Django refuses ORM calls from such a thread otherwise.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -36,14 +31,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, Route, sync_playw
 CHROMIUM = "/usr/bin/chromium"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost"})
 ARTIFACTS = Path(os.environ.get("ARTIFACTS_DIR") or REPO / ".artifacts") / "browser"
-SIGNIN_LINE = re.compile(r"Sign in to the inspector \(one-time link, valid 24 h\): (\S+)")
 TIMEOUT_MS = 15_000
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass
@@ -52,10 +40,8 @@ class Server:
 
     base_url: str
     first_link: str
-    pid: int
     cli: Cli
     workspace_id: str
-    log: Path
 
     @property
     def workspace_dir(self) -> Path:
@@ -82,36 +68,6 @@ class Server:
         return link
 
 
-def _wait_until_serving(proc: subprocess.Popen, base_url: str, log: Path) -> str:
-    deadline = time.monotonic() + 60
-    link = None
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"compozy serve exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-        if link is None:
-            found = SIGNIN_LINE.search(log.read_text(errors="replace"))
-            link = found.group(1) if found else None
-        try:
-            healthy = httpx.get(f"{base_url}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            healthy = False
-        if healthy and link:
-            return link
-        time.sleep(0.2)
-    raise RuntimeError(f"compozy serve did not come up on {base_url}:\n{log.read_text(errors='replace')}")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to serve's own pid; it stops its gunicorn child before it exits."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="session")
 def server() -> Iterator[Server]:
     root = Path(tempfile.mkdtemp(prefix="compozy-browser-"))
@@ -127,19 +83,12 @@ def server() -> Iterator[Server]:
                    "--content", "The browser suite writes its memories into this workspace.")
         assert seed.code == 0, seed.stdout + seed.stderr
         workspace_id = json.loads(seed.stdout)["decision"]["workspace_id"]
-        port = free_port()
-        base_url = f"http://127.0.0.1:{port}"
-        log = root / "serve.log"
-        with log.open("wb") as out:
-            proc = subprocess.Popen([COMPOZY, "serve", "--bind", f"127.0.0.1:{port}", "--no-cluster"],
-                                    cwd=workspace_dir, env=cli.env(), stdout=out, stderr=subprocess.STDOUT)
+        live = start_serve(home, workspace_dir, root / "serve.log")
         try:
-            first_link = _wait_until_serving(proc, base_url, log)
-            assert first_link.startswith(f"{base_url}/inspector/signin?token="), first_link
-            yield Server(base_url=base_url, first_link=first_link, pid=proc.pid, cli=cli,
-                         workspace_id=workspace_id, log=log)
+            assert live.signin_link.startswith(f"{live.base_url}/inspector/signin?token="), live.signin_link
+            yield Server(base_url=live.base_url, first_link=live.signin_link, cli=cli, workspace_id=workspace_id)
         finally:
-            _stop(proc)
+            stop_serve(live)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

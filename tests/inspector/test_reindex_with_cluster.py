@@ -4,42 +4,23 @@ queues is picked up by the cluster and its page follows it to the result."""
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
 import time
 
 import httpx
 
-from tests.conftest import COMPOZY
-from tests.surfaces.test_serve import free_port
+from tests.live import start_serve, stop_serve
 
 CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
-def test_a_reindex_started_from_the_dashboard_is_run_by_the_task_cluster(cli):
+def test_a_reindex_started_from_the_dashboard_is_run_by_the_task_cluster(cli, tmp_path):
     assert cli("memory", "write", "--type", "project", "--name", "Cluster Job", "--description", "d",
                "--content", "Indexed again by the cluster.").code == 0
-    port = free_port()
-    proc = subprocess.Popen([COMPOZY, "serve", "--bind", f"127.0.0.1:{port}"], cwd=cli.cwd, env=cli.env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    server = start_serve(cli.home, cli.cwd, tmp_path / "serve.log", cluster=True)
     try:
-        link = ""
-        while not link:
-            line = proc.stdout.readline()
-            assert line, "compozy serve exited before printing the sign-in link"
-            found = re.search(r"(http://127\.0\.0\.1:\d+/inspector/signin\?token=\S+)", line)
-            link = found.group(1) if found else ""
-        base = f"http://127.0.0.1:{port}"
-        with httpx.Client(base_url=base, timeout=10) as client:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    opened = client.get(link.removeprefix(base))
-                    break
-                except httpx.TransportError:
-                    assert time.monotonic() < deadline, "the server never answered"
-                    time.sleep(0.2)
-            token = link.split("token=")[1]
+        with httpx.Client(base_url=server.base_url, timeout=10) as client:
+            opened = client.get(server.signin_link.removeprefix(server.base_url))
+            token = server.signin_link.split("token=")[1]
             signed_in = client.post("/inspector/signin", data={
                 "token": token, "next": "/inspector/", "csrfmiddlewaretoken": CSRF.search(opened.text).group(1)})
             assert signed_in.status_code == 302
@@ -58,8 +39,4 @@ def test_a_reindex_started_from_the_dashboard_is_run_by_the_task_cluster(cli):
         assert status == "succeeded", page
         assert re.search(r"<dt>Files</dt><dd>1</dd>", page)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_serve(server)

@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import sqlite3
 import stat
-import subprocess
-import time
 
 import httpx
 
-from tests.conftest import COMPOZY
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from tests.live import start_serve, stop_serve
 
 
 def unapplied(cli) -> int:
@@ -33,30 +23,19 @@ def crash_a_write(cli, name: str) -> None:
     assert unapplied(cli) == 1
 
 
-def test_serve_listens_on_loopback_and_a_private_unix_socket_and_replays_at_start(cli):
+def test_serve_listens_on_loopback_and_a_private_unix_socket_and_replays_at_start(cli, tmp_path):
     crash_a_write(cli, "Server Replay")
-    port = free_port()
-    proc = subprocess.Popen([COMPOZY, "serve", "--bind", f"127.0.0.1:{port}", "--no-cluster"], cwd=cli.cwd,
-                            env=cli.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    sock = cli.home / "run" / "compozy.sock"
+    server = start_serve(cli.home, cli.cwd, tmp_path / "serve.log")
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200 and sock.exists():
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        response = httpx.get(f"{server.base_url}/healthz", timeout=5)
         assert response.json() == {"status": "ok"}
-        with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock))) as client:
+        with httpx.Client(transport=httpx.HTTPTransport(uds=str(server.socket_path))) as client:
             assert client.get("http://localhost/healthz").json() == {"status": "ok"}
-        assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(server.socket_path).st_mode) == 0o600
         assert unapplied(cli) == 0
         assert (cli.cwd / ".compozy" / "memory" / "project_server_replay.md").is_file()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        stop_serve(server)
 
 
 def test_serve_refuses_a_non_loopback_address(cli):
