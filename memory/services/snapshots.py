@@ -11,7 +11,7 @@ from pydantic import Field
 from compozy.config import compozy_home
 from memory.catalog.indexer import current_generation
 from memory.controller.log import best_effort_write
-from memory.domain.enums import Scope
+from memory.domain.enums import AgentTier, Scope
 from memory.domain.errors import NotFound, ValidationError
 from memory.domain.models import ScopeRef, canonical_json, sha256_text, utc_now
 from memory.domain.names import validate_filename
@@ -20,7 +20,7 @@ from memory.recall.pipeline import recall
 from memory.recall.query import parse_query
 from memory.sessions import snapshot as assembly
 
-from .context import Caller, Resolved, Selector, resolve, visible_refs
+from .context import Caller, Resolved, Selector, needs_workspace, resolve, visible_refs
 from .memories import target_ref
 from .paging import normalize_limit
 from .recall import record_recall
@@ -222,10 +222,15 @@ def snapshot_log(*, data: SnapshotLogInput, caller: Caller) -> SnapshotLog:
         session_id=session.session_id, parent_session_id=session.parent_session_id or None,
         generation=session.snapshot.generation, sha256=session.snapshot.sha256, text=session.snapshot.text,
         injections=[{"root_key": r.root_key, "scope": r.scope, "agent_name": r.agent_name or None,
-                     "workspace_id": session.workspace_id if r.root_key.startswith(("workspace:", f"agent:{r.agent_name}:workspace:")) else None,
+                     "workspace_id": session.workspace_id if _in_workspace(r) else None,
                      "agent_tier": r.agent_tier or None, "filename": r.filename, "source": r.source,
                      "position": r.position, "generation": r.generation} for r in rows],
     )
+
+
+def _in_workspace(injection: Injection) -> bool:
+    tier = AgentTier(injection.agent_tier) if injection.agent_tier else None
+    return needs_workspace(Scope(injection.scope), tier)
 
 
 def snapshot_usage(*, data: SnapshotUsageInput, caller: Caller) -> SnapshotUsage:

@@ -323,6 +323,8 @@ def test_the_snapshot_page_shows_the_exact_text_and_the_injected_entries(browser
 
     assert f'<pre class="prompt">{escape(snap["text"])}</pre>' in page
     assert "project_snap_fact.md" in page and snap["sha256"] in page
+    link = re.search(r'href="(/inspector/memories/project_snap_fact\.md\?[^"]+)"', page).group(1).replace("&amp;", "&")
+    assert browser.get(link).status_code == 200 and f"workspace={ws}" in link
     missing = browser.get(f"/inspector/snapshots/?session_id=nobody&workspace={ws}")
     assert missing.status_code == 404 and "memory.not_found" in page_text(missing)
 
