@@ -44,6 +44,13 @@ def line_diff(before: str | None, after: str | None) -> list[DiffLine]:
     return out
 
 
+def memory_ref(memory: dict[str, Any]) -> dict[str, str]:
+    """The selectors that name one memory's root (from its summary), for links and for the services it feeds."""
+    ref = {"scope": memory.get("scope"), "agent_name": memory.get("agent_name"),
+           "agent_tier": memory.get("agent_tier"), "workspace": memory.get("workspace_id")}
+    return {key: value for key, value in ref.items() if value}
+
+
 CHART_WIDTH = 840
 CHART_HEIGHT = 160
 CHART_TOP = 10

@@ -175,19 +175,13 @@ def memory_list(request: HttpRequest) -> HttpResponse:
                     memories.memory_list, memories.ListInput)
 
 
-def _memory_selectors(source: Any) -> dict[str, Any]:
-    return _fields(source, "scope", "agent_name", "agent_tier", "workspace", "include_system")
-
-
 @page
 def memory_detail(request: HttpRequest, filename: str) -> HttpResponse:
-    selectors = _memory_selectors(request.GET)
+    selectors = _fields(request.GET, *SELECTORS)
     caller = _caller(request)
     shown = memories.memory_show(data=memories.ShowInput.parse({**selectors, "filename": filename}), caller=caller)
     memory = shown.to_json()["memory"]
-    ref = {"scope": memory["summary"]["scope"], "agent_name": memory["summary"]["agent_name"],
-           "agent_tier": memory["summary"]["agent_tier"], "workspace": memory["summary"]["workspace_id"]}
-    ref = {k: v for k, v in ref.items() if v}
+    ref = rendering.memory_ref(memory["summary"])
     history = decisions.decision_list(data=decisions.DecisionListInput.parse({**ref, "filename": filename}),
                                       caller=caller).to_json()
     usage = snapshots.snapshot_usage(data=snapshots.SnapshotUsageInput.parse({**ref, "filename": filename}),
@@ -240,7 +234,7 @@ def memory_create(request: HttpRequest) -> HttpResponse:
 @page
 @require_http_methods(["GET", "POST"])
 def memory_edit(request: HttpRequest, filename: str) -> HttpResponse:
-    selectors = _memory_selectors(request.GET)
+    selectors = _fields(request.GET, *SELECTORS)
     extra = {"filename": filename, "ref_query": urlencode(selectors), "editing": True}
     if request.method == "GET":
         shown = memories.memory_show(data=memories.ShowInput.parse({**selectors, "filename": filename}),
@@ -260,7 +254,7 @@ def memory_edit(request: HttpRequest, filename: str) -> HttpResponse:
 @page
 @require_http_methods(["GET", "POST"])
 def memory_delete(request: HttpRequest, filename: str) -> HttpResponse:
-    selectors = _memory_selectors(request.GET)
+    selectors = _fields(request.GET, *SELECTORS)
     data = memories.DeleteInput.parse({**selectors, "filename": filename})
     if request.method == "GET":
         preview = memories.memory_delete(data=data.model_copy(update={"dry_run": True}), caller=_caller(request))

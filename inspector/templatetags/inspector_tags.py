@@ -9,21 +9,18 @@ from urllib.parse import quote, urlencode
 from django import template
 from django.urls import reverse
 
+from inspector.rendering import memory_ref
+
 register = template.Library()
-
-
-def _memory_ref(memory: dict[str, Any]) -> dict[str, str]:
-    ref = {"scope": memory.get("scope"), "agent_name": memory.get("agent_name"),
-           "agent_tier": memory.get("agent_tier"), "workspace": memory.get("workspace_id")}
-    if memory.get("is_system"):
-        ref["include_system"] = "1"
-    return {k: v for k, v in ref.items() if v}
 
 
 @register.simple_tag
 def memory_href(memory: dict[str, Any], action: str = "") -> str:
     name = {"": "inspector:memory", "edit": "inspector:memory_edit", "delete": "inspector:memory_delete"}[action]
-    return f"{reverse(name, args=[memory['filename']])}?{urlencode(_memory_ref(memory))}"
+    ref = memory_ref(memory) | ({"include_system": "1"} if memory.get("is_system") else {})
+    # A decision names its memory by target_filename; a summary or an injection by filename.
+    filename = memory.get("filename") or memory["target_filename"]
+    return f"{reverse(name, args=[filename])}?{urlencode(ref)}"
 
 
 @register.simple_tag

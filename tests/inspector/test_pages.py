@@ -164,6 +164,8 @@ def test_creating_a_memory_goes_through_the_controller_with_origin_http(browser,
     page = page_text(response)
     assert response.status_code == 200 and "Decision: <span class=\"op op-add\">add</span>" in page
     assert "<code>normalize</code>" in page  # the rule trace is shown
+    opened = re.search(r'<a href="([^"]+)">Open the memory</a>', page).group(1).replace("&amp;", "&")
+    assert browser.get(opened).status_code == 200 and f"workspace={ws}" in opened
     assert memory_file(workspace_dir, "project_deploy_steps.md").is_file()
     decision = h.decision_list(workspace_dir, filename="project_deploy_steps.md")["decisions"][0]
     assert decision["origin"] == Origin.HTTP.value and decision["op"] == "add"
