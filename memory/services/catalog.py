@@ -62,7 +62,7 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         reasons.append(f"{unapplied} unapplied decision(s)")
     if reasons:
         reasons.append("run `compozy memory reindex` to repair drift" if (unindexed or modified or orphaned) else "")
-    workspace_ids = ["", resolved.workspace_id] if resolved.workspace_id else [""]
+    workspace_ids = resolved.event_workspace_ids
     events = Event.objects.filter(workspace_id__in=workspace_ids)
     last_reindex = events.filter(op=EventOp.WRITE_REINDEX.value).order_by("-ts").values_list("ts", flat=True).first()
     last_operation = events.order_by("-ts").values_list("ts", flat=True).first()

@@ -77,6 +77,11 @@ class Resolved:
         return self.workspace.id if self.workspace else ""
 
     @property
+    def event_workspace_ids(self) -> list[str]:
+        """Events visible here: the global ones (no workspace) and this workspace's; never another's."""
+        return ["", self.workspace_id] if self.workspace_id else [""]
+
+    @property
     def workspace_dir(self) -> Path | None:
         return self.workspace.directory if self.workspace else None
 

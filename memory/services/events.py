@@ -86,8 +86,7 @@ class Activity(Result):
 
 
 def _workspace_ids(workspace: str | None, caller: Caller) -> list[str]:
-    resolved = resolve(Selector(workspace=workspace), caller)
-    return ["", resolved.workspace_id] if resolved.workspace_id else [""]
+    return resolve(Selector(workspace=workspace), caller).event_workspace_ids
 
 
 def event_list(*, data: EventListInput, caller: Caller) -> EventList:

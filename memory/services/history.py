@@ -41,7 +41,7 @@ _EVENT_OPS = {
 
 def history_list(*, data: HistoryInput, caller: Caller) -> HistoryList:
     resolved = resolve(data, caller)
-    workspace_ids = ["", resolved.workspace_id] if resolved.workspace_id else [""]
+    workspace_ids = resolved.event_workspace_ids
     ops = _EVENT_OPS[data.operation] if data.operation else sorted({op for ops in _EVENT_OPS.values() for op in ops})
     queryset = Event.objects.filter(op__in=[op.value if hasattr(op, "value") else op for op in ops],
                                     workspace_id__in=workspace_ids)
