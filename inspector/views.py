@@ -44,8 +44,8 @@ CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'se
                            "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
 
-def _caller(_request: HttpRequest) -> Caller:
-    return Caller(origin=Origin.HTTP)
+# Every change made from the inspector is a decision with origin http, like one over the API's TCP port.
+CALLER = Caller(origin=Origin.HTTP)
 
 
 def _fields(source: Any, *names: str) -> dict[str, Any]:
@@ -77,7 +77,7 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 def _choices() -> dict[str, Any]:
     return {
-        "workspaces": workspaces.workspace_list(data=workspaces.WorkspaceListInput(), caller=Caller(origin=Origin.HTTP)).workspaces,
+        "workspaces": workspaces.workspace_list(data=workspaces.WorkspaceListInput(), caller=CALLER).workspaces,
         "scopes": [s.value for s in Scope], "tiers": [t.value for t in AgentTier],
         "types": [t.value for t in MemoryType], "ops": [o.value for o in Op], "origins": [o.value for o in Origin],
         "families": list(events.FAMILIES),
@@ -108,7 +108,7 @@ def _listing(request: HttpRequest, template: str, fields: tuple[str, ...], servi
     chosen = _fields(request.GET, *fields)
     context = {"chosen": chosen, "filters": {k: v for k, v in chosen.items() if k != "cursor"}, **_choices()}
     return _render_attempt(request, template, context, lambda: {
-        "result": service(data=input_model.parse(chosen), caller=_caller(request)).to_json()})
+        "result": service(data=input_model.parse(chosen), caller=CALLER).to_json()})
 
 
 # --- sign-in -------------------------------------------------------------------------------------------------
@@ -145,8 +145,8 @@ def signout_view(request: HttpRequest) -> HttpResponse:
 @page
 def dashboard(request: HttpRequest) -> HttpResponse:
     chosen = _fields(request.GET, "workspace")
-    health = catalog.health_get(data=catalog.HealthInput.parse(chosen), caller=_caller(request)).to_json()
-    activity = events.event_activity(data=events.ActivityInput.parse(chosen), caller=_caller(request)).to_json()
+    health = catalog.health_get(data=catalog.HealthInput.parse(chosen), caller=CALLER).to_json()
+    activity = events.event_activity(data=events.ActivityInput.parse(chosen), caller=CALLER).to_json()
     context = {"health": health, "activity": activity, "chart": rendering.activity_chart(activity), "chosen": chosen,
                **_choices(), "count_types": [*(t.value for t in MemoryType), "ad_hoc"]}
     return render(request, "inspector/dashboard.html", context)
@@ -156,13 +156,13 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @require_POST
 def reindex(request: HttpRequest) -> HttpResponse:
     data = catalog.ReindexInput.parse(_fields(request.POST, "workspace", "rebuild"))
-    job = jobs.reindex_job_start(data=data, caller=_caller(request))
+    job = jobs.reindex_job_start(data=data, caller=CALLER)
     return HttpResponseRedirect(reverse("inspector:job", args=[job.id]))
 
 
 @page
 def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
-    job = jobs.job_get(data=jobs.JobIdInput.parse({"job_id": job_id}), caller=_caller(request)).to_json()
+    job = jobs.job_get(data=jobs.JobIdInput.parse({"job_id": job_id}), caller=CALLER).to_json()
     return render(request, "inspector/job.html", {"job": job, "running": job["status"] in ("queued", "running")})
 
 
@@ -178,14 +178,13 @@ def memory_list(request: HttpRequest) -> HttpResponse:
 @page
 def memory_detail(request: HttpRequest, filename: str) -> HttpResponse:
     selectors = _fields(request.GET, *SELECTORS)
-    caller = _caller(request)
-    shown = memories.memory_show(data=memories.ShowInput.parse({**selectors, "filename": filename}), caller=caller)
+    shown = memories.memory_show(data=memories.ShowInput.parse({**selectors, "filename": filename}), caller=CALLER)
     memory = shown.to_json()["memory"]
     ref = rendering.memory_ref(memory["summary"])
     history = decisions.decision_list(data=decisions.DecisionListInput.parse({**ref, "filename": filename}),
-                                      caller=caller).to_json()
+                                      caller=CALLER).to_json()
     usage = snapshots.snapshot_usage(data=snapshots.SnapshotUsageInput.parse({**ref, "filename": filename}),
-                                     caller=caller).to_json()
+                                     caller=CALLER).to_json()
     context = {"memory": memory, "body_html": rendering.render_markdown(memory["content"]), "ref": ref,
                "ref_query": urlencode(ref), "decisions": history["decisions"], "usage": usage["sessions"],
                "frontmatter": _frontmatter_rows(memory)}
@@ -225,7 +224,7 @@ def memory_create(request: HttpRequest) -> HttpResponse:
         return render(request, "inspector/memory_form.html", {"form": _fields(request.GET, *WRITE_FIELDS), **_choices()})
     form = _fields(request.POST, *WRITE_FIELDS)
     try:
-        result = memories.memory_write(data=memories.WriteInput.parse(form), caller=_caller(request))
+        result = memories.memory_write(data=memories.WriteInput.parse(form), caller=CALLER)
     except MemoryError_ as exc:
         return _form_failure(request, exc, form, {})
     return _decision_page(request, result.to_json())
@@ -238,14 +237,14 @@ def memory_edit(request: HttpRequest, filename: str) -> HttpResponse:
     extra = {"filename": filename, "ref_query": urlencode(selectors), "editing": True}
     if request.method == "GET":
         shown = memories.memory_show(data=memories.ShowInput.parse({**selectors, "filename": filename}),
-                                     caller=_caller(request)).to_json()["memory"]
+                                     caller=CALLER).to_json()["memory"]
         form = {"name": shown["summary"]["name"], "description": shown["summary"]["description"],
                 "content": shown["content"]}
         return render(request, "inspector/memory_form.html", {"form": form, **extra, **_choices()})
     form = _fields(request.POST, "name", "description", "content")
     try:
         data = memories.EditInput.parse({**selectors, **form, "filename": filename})
-        result = memories.memory_edit(data=data, caller=_caller(request))
+        result = memories.memory_edit(data=data, caller=CALLER)
     except MemoryError_ as exc:
         return _form_failure(request, exc, form, extra)
     return _decision_page(request, result.to_json())
@@ -257,10 +256,10 @@ def memory_delete(request: HttpRequest, filename: str) -> HttpResponse:
     selectors = _fields(request.GET, *SELECTORS)
     data = memories.DeleteInput.parse({**selectors, "filename": filename})
     if request.method == "GET":
-        preview = memories.memory_delete(data=data.model_copy(update={"dry_run": True}), caller=_caller(request))
+        preview = memories.memory_delete(data=data.model_copy(update={"dry_run": True}), caller=CALLER)
         return render(request, "inspector/confirm_delete.html",
                       {"filename": filename, "preview": preview.to_json(), "ref_query": urlencode(selectors)})
-    return _decision_page(request, memories.memory_delete(data=data, caller=_caller(request)).to_json())
+    return _decision_page(request, memories.memory_delete(data=data, caller=CALLER).to_json())
 
 
 # --- recall ----------------------------------------------------------------------------------------------------
@@ -274,7 +273,7 @@ def recall_playground(request: HttpRequest) -> HttpResponse:
     def ranked() -> dict[str, Any]:
         if not chosen.get("query"):
             return {}
-        result = recall.memory_search(data=recall.SearchInput.parse(chosen), caller=_caller(request), record=False)
+        result = recall.memory_search(data=recall.SearchInput.parse(chosen), caller=CALLER, record=False)
         hits = result.to_json()["results"]
         bars = rendering.score_bars(hits)
         rows: list[dict[str, Any]] = []
@@ -308,7 +307,7 @@ def decision_list(request: HttpRequest) -> HttpResponse:
 def decision_detail(request: HttpRequest, decision_id: str) -> HttpResponse:
     selectors = _fields(request.GET, "workspace")
     data = decisions.DecisionIdInput.parse({**selectors, "decision_id": decision_id})
-    decision = decisions.decision_show(data=data, caller=_caller(request)).to_json()["decision"]
+    decision = decisions.decision_show(data=data, caller=CALLER).to_json()["decision"]
     context = {"decision": decision, "diff": rendering.line_diff(decision["prior_content"], decision["post_content"]),
                "ref_query": urlencode(selectors)}
     return render(request, "inspector/decision_detail.html", context)
@@ -322,9 +321,9 @@ def decision_revert(request: HttpRequest, decision_id: str) -> HttpResponse:
     context: dict[str, Any] = {"decision_id": decision_id, "ref_query": urlencode(selectors)}
     try:
         if request.method == "POST":
-            return _decision_page(request, decisions.decision_revert(data=data, caller=_caller(request)).to_json())
+            return _decision_page(request, decisions.decision_revert(data=data, caller=CALLER).to_json())
         context["preview"] = decisions.decision_revert(data=data.model_copy(update={"dry_run": True}),
-                                                       caller=_caller(request)).to_json()
+                                                       caller=CALLER).to_json()
     except MemoryError_ as exc:
         context["error"] = exc.to_dict()
         return render(request, "inspector/confirm_revert.html", context, status=exc.http_status)
@@ -345,5 +344,5 @@ def snapshot_view(request: HttpRequest) -> HttpResponse:
     chosen = _fields(request.GET, "session_id", "workspace")
     context: dict[str, Any] = {"chosen": chosen, **_choices()}
     return _render_attempt(request, "inspector/snapshot.html", context, lambda: {
-        "log": snapshots.snapshot_log(data=snapshots.SnapshotLogInput.parse(chosen), caller=_caller(request)).to_json()
+        "log": snapshots.snapshot_log(data=snapshots.SnapshotLogInput.parse(chosen), caller=CALLER).to_json()
     } if chosen.get("session_id") else {})
