@@ -225,9 +225,11 @@ def slug_of(name: str) -> str:
 
 def write_prose_memories(root: Path, count: int, words: ProseWords, rng: random.Random, *,
                          memory_type: str = "project", scope: str = "workspace", days: float = 60.0,
-                         now: datetime | None = None) -> list[Path]:
+                         now: datetime | None = None, session_size: int = 8) -> list[Path]:
     """Write `count` valid memory files straight into `root` (no controller): prose text, and provenance
-    created_at/updated_at spread over the last `days` days. Needs Django (call after `start()` or `attach()`)."""
+    created_at/updated_at spread over the last `days` days and a source session shared by each run of
+    `session_size` files (memories are mostly written by agents in sessions, and recall follows a session's
+    memories). Needs Django (call after `start()` or `attach()`)."""
     from memory.domain.document import render_document
     from memory.domain.enums import MemoryType, Scope
     from memory.domain.models import Frontmatter, Provenance
@@ -235,13 +237,14 @@ def write_prose_memories(root: Path, count: int, words: ProseWords, rng: random.
     now = now or datetime.now(UTC)
     root.mkdir(parents=True, exist_ok=True)
     paths = []
-    for _ in range(count):
+    for index in range(count):
         item = prose_content(words)
         created = now - timedelta(seconds=rng.uniform(0, days * 86_400))
         updated = created + (now - created) * rng.random()
         front = Frontmatter(name=item.name, description=item.description, type=MemoryType(memory_type),
                             scope=Scope(scope),
-                            provenance=Provenance(created_at=created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                            provenance=Provenance(source_sessions=[f"bench-{index // session_size}"],
+                                                  created_at=created.strftime("%Y-%m-%dT%H:%M:%SZ"),
                                                   updated_at=updated.strftime("%Y-%m-%dT%H:%M:%SZ")))
         path = root / f"{memory_type}_{slug_of(item.name)}.md"
         path.write_text(render_document(front, item.body), "utf-8")

@@ -10,7 +10,9 @@ Method: each conversation becomes its own workspace. Each turn becomes one memor
 "<speaker>, turn <id>", description "<speaker> on <date>", body the turn's text) written into the workspace's
 memory root and taken in by `catalog_reindex`, so every document goes through the real store and catalog as a
 hand edit with origin `file` (operator writes would run the controller's duplicate rules over a chat log, which is
-not what is measured here). Each question runs through the real `memory_search` service, top 10, in its
+not what is measured here). Its provenance is what a capture of the conversation would record: the session it was
+said in (`source_sessions`: the turn's `session`, or its `time` when the data has no sessions) and when it was
+recorded (the session's time plus one second per earlier turn of the session, so the turns keep their order). Each question runs through the real `memory_search` service, top 10, in its
 conversation's workspace. A question is a hit at k when any evidence turn is among the first k winners.
 
 Floor, in the same run: plain SQLite FTS5 (`porter unicode61 remove_diacritics 2`, bm25, the same three columns
@@ -26,7 +28,7 @@ import sqlite3
 import sys
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -35,6 +37,7 @@ import common  # noqa: E402  (must come before Django)
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "recall-dev"
 KS = (1, 5, 10)
+UNKNOWN_TIME = datetime(2000, 1, 1, tzinfo=UTC)  # a turn whose time does not parse is recorded from here on
 
 
 def load(data: Path, limit: int | None) -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
@@ -139,11 +142,15 @@ def run(env: common.Env, data: Path, limit: int | None) -> dict[str, object]:
         root.mkdir(parents=True, exist_ok=True)
         by_file: dict[str, str] = {}
         floor_docs = []
+        said_before: dict[str, int] = defaultdict(int)
         for row in rows:
             filename, name, description, body, when = document(row)
-            stamp = format_timestamp(when) if when else None
+            session = str(row.get("session") or row.get("time") or "")
+            stamp = format_timestamp((when or UNKNOWN_TIME) + timedelta(seconds=said_before[session]))
+            said_before[session] += 1
+            provenance = Provenance(source_sessions=[f"{conv}/{session}"], created_at=stamp, updated_at=stamp)
             front = Frontmatter(name=name, description=description, type=MemoryType.PROJECT, scope=Scope.WORKSPACE,
-                                provenance=Provenance(created_at=stamp, updated_at=stamp) if stamp else None)
+                                provenance=provenance)
             (root / filename).write_text(render_document(front, body), "utf-8")
             by_file[filename] = row["turn"]
             floor_docs.append((row["turn"], name, description, body))

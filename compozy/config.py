@@ -65,6 +65,14 @@ class Freshness(_Section):
     banner_after_days: int = Field(1, ge=0)
 
 
+class RecallContext(_Section):
+    """Session context: a memory recorded just after a match, in the same session, shares part of its score.
+    The k-th memory after it gets `decay`^k of it, up to `window` memories; 0 turns this off."""
+
+    window: int = Field(2, ge=0, le=10)
+    decay: float = Field(0.5, ge=0, le=1)
+
+
 class RecallConfig(_Section):
     top_k: int = Field(5, ge=1, le=20)
     max_top_k: int = Field(20, ge=1, le=100)
@@ -72,6 +80,7 @@ class RecallConfig(_Section):
     weights: RecallWeights = RecallWeights()
     freshness: Freshness = Freshness()
     recency_half_life_days: float = Field(14.0, gt=0)
+    context: RecallContext = RecallContext()
 
 
 class DreamGates(_Section):

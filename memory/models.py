@@ -110,6 +110,9 @@ class CatalogEntry(models.Model):
     mtime_ns = models.BigIntegerField(default=0)
     is_system = models.BooleanField(default=False)
     frontmatter = models.JSONField(default=dict)
+    # The session the memory was first recorded in (its first `provenance.source_sessions` id): recall's session
+    # context follows a session's memories in the order they were recorded.
+    origin_session = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -121,6 +124,7 @@ class CatalogEntry(models.Model):
             models.Index(fields=["root_key", "body_key"], name="catalog_body"),
             models.Index(fields=["root_key", "updated_at"], name="catalog_recent"),
             models.Index(fields=["root_key", "name"], name="catalog_name"),
+            models.Index(fields=["root_key", "origin_session", "created_at", "filename"], name="catalog_session"),
         ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 UNICODE_TABLE = "memory_fts_unicode"
 TRIGRAM_TABLE = "memory_fts_trigram"
 
@@ -65,7 +67,7 @@ TRIGRAM_WEIGHTS = (3.0, 2.0, 1.0)
 
 RECALL_COLUMNS = ("entry_id", "bm25", "snippet", "root_key", "scope", "workspace_id", "agent_name", "agent_tier",
                   "filename", "type", "slug", "name", "description", "body", "updated_at", "created_at", "size",
-                  "content_hash", "is_system")
+                  "content_hash", "is_system", "origin_session")
 
 
 def count_matches(cursor, expression: str, cap: int) -> int:
@@ -89,12 +91,15 @@ def term_exists(cursor, expression: str) -> bool:
 # The ranked FTS5 query runs alone first (joining every match to its catalog row costs more than the ranking),
 # over-fetching this many times the pool; catalog rows are then read for those hits only.
 OVERFETCH = 4
-_ROW_SQL = (
+_ROW_COLUMNS = (
     "SELECT c.id, e.id, e.root_key, e.scope, e.workspace_id, e.agent_name, e.agent_tier, e.filename, e.type, e.slug, "
-    "e.name, e.description, c.body, e.updated_at, e.created_at, e.size, e.content_hash, e.is_system "
-    # CROSS JOIN fixes the loop order: chunks by rowid first. Left to itself, SQLite walks the root's whole index.
-    "FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
+    "e.name, e.description, c.body, e.updated_at, e.created_at, e.size, e.content_hash, e.is_system, "
+    "e.origin_session "
 )
+# CROSS JOIN fixes the loop order: chunks by rowid first. Left to itself, SQLite walks the root's whole index.
+_ROW_SQL = _ROW_COLUMNS + "FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
+# The same rows looked up by entry id.
+_ENTRY_ROW_SQL = _ROW_COLUMNS + "FROM memory_catalog_entries e CROSS JOIN memory_chunks c ON c.entry_id = e.id "
 
 
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
@@ -129,6 +134,52 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
     # RECALL_COLUMNS order: entry_id, bm25, then the catalog columns. Snippets are cut by the caller from the body:
     # FTS5's snippet() over a rowid list would re-run the whole match.
     return [(row[1], value, "", *row[2:]) for row, value in ranked]
+
+
+def _successor_sql(window: int, include_system: bool) -> str:
+    system = "" if include_system else " AND n.is_system = 0"
+    following = ", ".join(
+        "(SELECT n.id FROM memory_catalog_entries n WHERE n.root_key = a.root_key "
+        "AND n.origin_session = a.origin_session AND (n.created_at, n.filename) > (a.created_at, a.filename)"
+        f"{system} ORDER BY n.created_at, n.filename LIMIT 1 OFFSET {distance})"
+        for distance in range(window)
+    )
+    # The ids travel as one JSON parameter, so the statement's text is the same for every query and stays prepared.
+    return (f"SELECT a.id, {following} FROM memory_catalog_entries a "
+            f"WHERE a.id IN (SELECT value FROM json_each(%s)) AND a.origin_session != ''")
+
+
+_ENTRY_ROWS_SQL = _ENTRY_ROW_SQL + "WHERE e.id IN (SELECT value FROM json_each(%s))"
+_ENTRY_HEADERS_SQL = ("SELECT e.id, e.filename, e.name, e.description FROM memory_catalog_entries e "
+                      "WHERE e.id IN (SELECT value FROM json_each(%s))")
+
+
+def session_successors(cursor, anchor_ids: list[int], *, window: int,  # noqa: ANN001
+                       include_system: bool) -> list[tuple[int, int, int]]:
+    """For each anchor entry, the next `window` memories recorded after it in its root and origin session (by
+    creation time, then filename), as (anchor entry id, distance from 1, entry id). One index seek each; anchors
+    without a session have none."""
+    if not anchor_ids or window < 1:
+        return []
+    cursor.execute(_successor_sql(window, include_system), [json.dumps(anchor_ids)])
+    return [(anchor, distance, entry) for anchor, *following in cursor.fetchall()
+            for distance, entry in enumerate(following, 1) if entry is not None]
+
+
+def entry_headers(cursor, entry_ids: list[int]) -> dict[int, tuple[str, str, str]]:  # noqa: ANN001
+    """(filename, name, description) of each entry: enough to weigh a memory before reading all of it."""
+    if not entry_ids:
+        return {}
+    cursor.execute(_ENTRY_HEADERS_SQL, [json.dumps(entry_ids)])
+    return {entry: (filename, name, description) for entry, filename, name, description in cursor.fetchall()}
+
+
+def entry_rows(cursor, entry_ids: list[int]) -> list[tuple]:  # noqa: ANN001
+    """Rows of RECALL_COLUMNS (no score) for these entries, in no particular order."""
+    if not entry_ids:
+        return []
+    cursor.execute(_ENTRY_ROWS_SQL, [json.dumps(entry_ids)])
+    return [(row[1], 0.0, "", *row[2:]) for row in cursor.fetchall()]
 
 
 def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int) -> list[tuple]:

@@ -21,13 +21,13 @@ from memory.domain.names import entity_key, is_system_path, parse_filename
 GENERATION_KEY = "generation"
 # Bump when entry_row derives rows differently: the next reindex then re-derives every row instead of trusting
 # rows whose file bytes are unchanged.
-CATALOG_DERIVATION = 1
+CATALOG_DERIVATION = 2
 DERIVATION_KEY = "catalog_derivation"
 
 ENTRY_COLUMNS = (
     "root_key", "scope", "workspace_id", "agent_name", "agent_tier", "filename", "type", "slug", "entity_key",
     "name", "description", "body_key", "content_hash", "size", "mtime_ns", "is_system", "frontmatter",
-    "created_at", "updated_at",
+    "origin_session", "created_at", "updated_at",
 )
 _FILENAME = ENTRY_COLUMNS.index("filename")
 _NAME = ENTRY_COLUMNS.index("name")
@@ -98,6 +98,7 @@ def entry_fields(ref: ScopeRef, disk: DiskFile, document: Document) -> dict[str,
         "mtime_ns": disk.mtime_ns,
         "is_system": is_system_path(disk.filename),
         "frontmatter": front.yaml_dict(),
+        "origin_session": provenance.source_sessions[0] if provenance and provenance.source_sessions else "",
         "created_at": created,
         "updated_at": max(updated, created),
     }

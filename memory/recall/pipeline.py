@@ -6,6 +6,7 @@ score = w_unicode·1/(rank_u+1) + w_trigram·1/(rank_t+1) + w_recency·0.5^(age/
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,7 +14,7 @@ from typing import Any
 
 from django.db import connection
 
-from compozy.config import Config
+from compozy.config import Config, RecallContext
 from memory.catalog import fts
 from memory.catalog.fts import quote_term
 from memory.domain.models import SCOPE_DEPTH, ScopeRef, utc_now
@@ -101,29 +102,80 @@ def _terms_in(pattern: re.Pattern[str], text: str) -> set[int]:
     return {match.lastindex for match in pattern.finditer(text.lower()) if match.lastindex}
 
 
-def rerank(query: RecallQuery, rows: list[dict[str, Any]], pattern: re.Pattern[str]) -> list[dict[str, Any]]:
-    """Order the word index's candidates by bm25 scaled by query coverage and header matches."""
-    if not query.terms:
-        return rows
-    scored = []
+@dataclass(frozen=True)
+class WordMatch:
+    """A word-index candidate's value, in two factors: how well its text matches (bm25 scaled by the share of query
+    terms it covers) and how much its name and description do."""
+
+    content: float
+    header: float
+    row: dict[str, Any]
+
+    @property
+    def value(self) -> float:
+        return self.content * self.header
+
+
+def header_factor(pattern: re.Pattern[str], name: str, description: str) -> float:
+    return 1 + HEADER_BOOST * len(_terms_in(pattern, f"{name} {description}"))
+
+
+def rerank(query: RecallQuery, rows: list[dict[str, Any]], pattern: re.Pattern[str]) -> list[WordMatch]:
+    """The word index's candidates, best first: bm25 scaled by query coverage and header matches."""
+    matches = []
     for row in rows:
-        in_header = _terms_in(pattern, f"{row['name']} {row['description']}")
-        covered = in_header | _terms_in(pattern, row["body"])
-        value = (-row["bm25"] * (1 + COVERAGE_BOOST * len(covered) / len(query.terms))
-                 * (1 + HEADER_BOOST * len(in_header)))
-        scored.append((value, row))
-    scored.sort(key=lambda item: (-item[0], item[1]["filename"]))
-    return [row for _value, row in scored]
+        covered = _terms_in(pattern, f"{row['name']} {row['description']} {row['body']}")
+        content = -row["bm25"] * (1 + COVERAGE_BOOST * len(covered) / max(1, len(query.terms)))
+        matches.append(WordMatch(content, header_factor(pattern, row["name"], row["description"]), row))
+    matches.sort(key=lambda match: (-match.value, match.row["filename"]))
+    return matches
+
+
+def with_session_context(cursor, matches: list[WordMatch], pattern: re.Pattern[str], *,  # noqa: ANN001
+                         context: RecallContext, include_system: bool, limit: int) -> list[dict[str, Any]]:
+    """The word index's ranking with session context: each of the `window` memories recorded after a candidate in
+    the same session gains `decay`^distance of the candidate's content match, scaled by its own header factor
+    (relative to the best value).
+
+    A memory often answers what the one recorded just before it asked or started (in a conversation, the reply to
+    a question; in a work session, the outcome of a step) without repeating its words, while its name and
+    description (who said it, when) are its own. Gains add up, so a memory that follows several matches rises; a
+    memory recorded outside any session has no context."""
+    if not matches:
+        return []
+    best = matches[0].value
+    if context.window == 0 or context.decay == 0 or best <= 0:
+        return [match.row for match in matches[:limit]]
+    rows = {match.row["entry_id"]: match.row for match in matches}
+    combined = {match.row["entry_id"]: match.value / best for match in matches}
+    content = {match.row["entry_id"]: match.content / best for match in matches}
+    headers = {match.row["entry_id"]: match.header for match in matches}
+    anchors = [match.row["entry_id"] for match in matches if match.row["origin_session"]]
+    followers = fts.session_successors(cursor, anchors, window=context.window, include_system=include_system)
+    new = fts.entry_headers(cursor, sorted({entry for _anchor, _distance, entry in followers} - rows.keys()))
+    names = {entry: row["filename"] for entry, row in rows.items()}
+    for entry, (filename, name, description) in new.items():
+        headers[entry] = header_factor(pattern, name, description)
+        names[entry] = filename
+    for anchor, distance, entry in followers:
+        if entry in headers:
+            combined[entry] = combined.get(entry, 0.0) + context.decay ** distance * content[anchor] * headers[entry]
+    order = sorted(combined, key=lambda entry: (-combined[entry], names[entry]))[:limit]
+    # Only the followers that made the list are read whole.
+    for values in fts.entry_rows(cursor, [entry for entry in order if entry not in rows]):
+        rows[values[0]] = dict(zip(fts.RECALL_COLUMNS, values, strict=True))
+    return [rows[entry] for entry in order if entry in rows]
 
 
 def _signals(candidates: list[Candidate]) -> dict[tuple[str, str], float]:
     if not candidates:
         return {}
-    pairs = ", ".join("(%s, %s)" for _ in candidates)
-    params = [value for c in candidates for value in (c.row["root_key"], c.row["filename"])]
+    pairs = json.dumps([[c.row["root_key"], c.row["filename"]] for c in candidates])
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT root_key, filename, recall_score FROM memory_recall_signals "
-                       f"WHERE (root_key, filename) IN (VALUES {pairs})", params)
+        # One JSON parameter keeps the statement's text fixed, so SQLite prepares it once per connection.
+        cursor.execute("SELECT s.root_key, s.filename, s.recall_score FROM json_each(%s) AS pair "
+                       "JOIN memory_recall_signals s ON s.root_key = pair.value ->> 0 AND s.filename = pair.value ->> 1",
+                       [pairs])
         return {(root_key, filename): score for root_key, filename, score in cursor.fetchall()}
 
 
@@ -192,6 +244,8 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     weights = settings.weights
     root_keys = [ref.root_key for ref in refs]
     pool = settings.raw_candidates
+    columns = fts.RECALL_COLUMNS
+    pattern = _term_pattern(query)
     with connection.cursor() as cursor:
         common, rare, unseen = classify_terms(cursor, query)
         unicode_rows = fts.recall_unicode(cursor, expression=query.unicode_expression(common) or '""',
@@ -199,9 +253,9 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         trigram_expression = query.trigram_expression(rare, unseen)
         trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
                                           include_system=include_system, limit=pool) if trigram_expression else []
-    columns = fts.RECALL_COLUMNS
-    pattern = _term_pattern(query) if query.terms else re.compile("")
-    unicode_list = rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern)
+        unicode_list = with_session_context(
+            cursor, rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern), pattern,
+            context=settings.context, include_system=include_system, limit=pool)
     trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
     candidates: dict[int, Candidate] = {}
     for rank, row in enumerate(unicode_list):

@@ -68,8 +68,9 @@ def stamp(moment: datetime) -> str:
 
 def put(root: Path, filename: str, *, name: str, body: str, description: str | None = None,
         scope: str = "workspace", agent: str | None = None, agent_tier: str | None = None,
-        age: timedelta = timedelta(0), memory_type: str | None = None) -> Path:
-    """Write one memory document by hand, with provenance dated `age` ago. Index it with tests.helpers.reindex."""
+        age: timedelta = timedelta(0), memory_type: str | None = None, session: str | None = None) -> Path:
+    """Write one memory document by hand, with provenance dated `age` ago (and recorded in `session` when given).
+    Index it with tests.helpers.reindex."""
     if memory_type is None:
         prefix = filename.rsplit("/", 1)[-1].split("_", 1)[0]
         memory_type = prefix if prefix in ("user", "feedback", "project", "reference") else "project"
@@ -78,8 +79,10 @@ def put(root: Path, filename: str, *, name: str, body: str, description: str | N
              f"scope: {scope}"]
     if agent is not None:
         lines += [f"agent: {agent}", f"agent_tier: {agent_tier}"]
-    lines += ["provenance:", "  source_actor: cli", f"  created_at: {moment}", f"  updated_at: {moment}", "---", "",
-              body]
+    lines += ["provenance:", "  source_actor: cli", f"  created_at: {moment}", f"  updated_at: {moment}"]
+    if session is not None:
+        lines += ["  source_sessions:", f"  - {session}"]
+    lines += ["---", "", body]
     path = root / filename
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", "utf-8")
