@@ -21,9 +21,9 @@ Three variants, each over the same `--requests` items (questions from `common.pr
 shuffled order):
   tcp          httpx over 127.0.0.1:<port> with the bearer token from $COMPOZY_HOME/token
   uds          httpx over $COMPOZY_HOME/run/compozy.sock (httpx.HTTPTransport(uds=...))
-  uds_stdlib   the standard library's http.client over the same socket, one persistent connection (concurrency 1
-               only): httpx spends 0.5-0.7 ms of client CPU per request here, which is the caller's cost, so
-               the target is reported for both clients
+  uds_stdlib   the standard library's http.client over the same socket, one persistent connection per client:
+               httpx spends 0.5-0.7 ms of client CPU per request here, which is the caller's cost, so the target
+               is reported for both clients
   in_process   the service function called directly (no JSON; its to_json()+json.dumps is timed separately,
                as `in_process_serialization`, to explain part of the gap)
 A round trip is timed from the call to the full response body read (the client's JSON decode is not timed).
@@ -42,7 +42,7 @@ p50/p95, non-200 responses by status and error code. Then the three counts for t
 project_*.md on disk, 'add' decisions with applied_at set (sqlite3 on $COMPOZY_HOME/compozy.db), catalog rows
 (non-system); each must equal the successful writes.
 
-Target: over the socket at concurrency 1, within 2 ms of the in-process call at p50 (each verb).
+Target: over the socket, within 2 ms of the in-process call at p50 (each verb, at concurrency 1 and `--clients`).
 """
 
 from __future__ import annotations
@@ -458,6 +458,9 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
     from django.db.models import Q
 
     variants = ["tcp", "uds", "in_process"]
+    # With several clients the standard library's client runs among the measured variants: the clients share one
+    # process (and one GIL), so httpx's per-request CPU queues the others behind it.
+    variants_n = [*variants, "uds_stdlib"]
     main_clients = make_clients()
     in_process = InProcess(workspace)
     token = server.token
@@ -496,7 +499,7 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
             rounds = per_thread // args.block
             common.log(f"{verb}, {clients} clients: {rounds} rounds x {clients} threads x {args.block} items "
                        f"per variant")
-            tallies = {variant: Tally() for variant in variants}
+            tallies = {variant: Tally() for variant in variants_n}
             barrier = threading.Barrier(clients, timeout=JOB_TIMEOUT_S)
 
             def block(variant: str, chunk: list[list[tuple[int, str]]], tally: Tally | None, *,  # noqa: ANN202
@@ -522,7 +525,7 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
             warm_per_thread = max(1, min(args.block, len(warm_items) // clients))
             warm_chunk = [list(enumerate(warm_items[t * warm_per_thread:(t + 1) * warm_per_thread]))
                           for t in range(clients)]
-            for variant in variants:
+            for variant in variants_n:
                 block(variant, warm_chunk, None)
             for round_number in range(rounds):
                 # Thread t's items this round: its own slice of the timed items, the same for every variant.
@@ -530,11 +533,11 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
                           for index in range((round_number * clients + t) * args.block,
                                              (round_number * clients + t + 1) * args.block)]
                          for t in range(clients)]
-                shift = round_number % len(variants)
-                for variant in variants[shift:] + variants[:shift]:
+                shift = round_number % len(variants_n)
+                for variant in variants_n[shift:] + variants_n[:shift]:
                     block(variant, chunk, tallies[variant])
             if verb == "search":
-                searches_made += (warm_per_thread * clients + len(timed_items)) * len(variants)
+                searches_made += (warm_per_thread * clients + len(timed_items)) * len(variants_n)
             round_trips[verb][f"concurrency_{clients}"] = _block_result(tallies, None)
     finally:
         for client in main_clients.values():
@@ -542,16 +545,19 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
     round_trip_s = time.perf_counter() - phase_started
     recall_events = Event.objects.filter(recall_ops).count() - events_before
 
-    targets = {}
-    for verb in ("search", "show"):
-        difference = round_trips[verb]["concurrency_1"]["uds"]["p50_minus_in_process_p50_ms"]
-        stdlib = round_trips[verb]["concurrency_1"]["diagnostics"].get("uds_stdlib", {})
-        stdlib_difference = stdlib.get("p50_minus_in_process_p50_ms")
-        targets[verb] = {"uds_p50_minus_in_process_p50_ms": difference,
-                         "met": difference is not None and difference <= TARGET_UDS_OVER_IN_PROCESS_P50_MS,
-                         "uds_stdlib_p50_minus_in_process_p50_ms": stdlib_difference,
-                         "met_with_stdlib_client": stdlib_difference is not None
-                         and stdlib_difference <= TARGET_UDS_OVER_IN_PROCESS_P50_MS}
+    targets: dict[str, Any] = {}
+    for concurrency in (1, len(pool)):
+        for verb in ("search", "show"):
+            measured = round_trips[verb][f"concurrency_{concurrency}"]
+            difference = measured["uds"]["p50_minus_in_process_p50_ms"]
+            stdlib = measured.get("uds_stdlib") or measured["diagnostics"].get("uds_stdlib", {})
+            stdlib_difference = stdlib.get("p50_minus_in_process_p50_ms")
+            targets[f"{verb}_concurrency_{concurrency}"] = {
+                "uds_p50_minus_in_process_p50_ms": difference,
+                "met": difference is not None and difference <= TARGET_UDS_OVER_IN_PROCESS_P50_MS,
+                "uds_stdlib_p50_minus_in_process_p50_ms": stdlib_difference,
+                "met_with_stdlib_client": stdlib_difference is not None
+                and stdlib_difference <= TARGET_UDS_OVER_IN_PROCESS_P50_MS}
 
     writes = _writes(env, args, server)
     server_log = server.log_path.read_text("utf-8", "replace") if server.log_path.exists() else ""
@@ -561,7 +567,7 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
         "setup": {**setup, "requests_per_variant": args.requests, "warmup_per_variant": args.warmup,
                   "clients": len(pool), "block": args.block, "round_trip_phase_s": round(round_trip_s, 1)},
         "round_trips": round_trips,
-        "target_uds_within_2ms_of_in_process_p50_concurrency_1": {
+        "target_uds_within_2ms_of_in_process_p50": {
             **targets, "met": all(t["met"] for t in targets.values()),
             "met_with_stdlib_client": all(t["met_with_stdlib_client"] for t in targets.values())},
         "writes": writes,

@@ -133,6 +133,7 @@ def run(env: common.Env, data: Path, limit: int | None) -> dict[str, object]:
     floor: list[tuple[str, int | None]] = []
     product_s: list[float] = []
     floor_s: list[float] = []
+    per_conversation: dict[str, dict[str, float]] = {}
     for conv, rows in turns.items():
         workspace = env.base / f"ws-{conv}"
         (workspace / ".git").mkdir(parents=True)
@@ -166,6 +167,13 @@ def run(env: common.Env, data: Path, limit: int | None) -> dict[str, object]:
         ranks, seconds = floor_ranks(floor_docs, questions[conv], STOPWORDS, words)
         floor.extend(ranks)
         floor_s.extend(seconds)
+        if ranks:
+            asked = len(ranks)
+            per_conversation[conv] = {
+                "questions": asked,
+                "product_recall@5": metrics(product[-asked:])["overall"]["recall@5"],
+                "floor_recall@5": metrics(ranks)["overall"]["recall@5"],
+            }
 
     product_metrics = metrics(product)
     floor_metrics = metrics(floor)
@@ -180,6 +188,8 @@ def run(env: common.Env, data: Path, limit: int | None) -> dict[str, object]:
         "floor_plain_bm25_or": floor_metrics,
         "delta_recall@5_points": round(100 * (product_metrics["overall"]["recall@5"]
                                               - floor_metrics["overall"]["recall@5"]), 1),
+        # The same delta conversation by conversation: one conversation's quirks should not carry the total.
+        "per_conversation": per_conversation,
         "latency_ms": {
             "product": common.latency_summary(product_s),
             "floor": common.latency_summary(floor_s),
