@@ -98,8 +98,6 @@ _ROW_COLUMNS = (
 )
 # CROSS JOIN fixes the loop order: chunks by rowid first. Left to itself, SQLite walks the root's whole index.
 _ROW_SQL = _ROW_COLUMNS + "FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
-# The same rows looked up by entry id.
-_ENTRY_ROW_SQL = _ROW_COLUMNS + "FROM memory_catalog_entries e CROSS JOIN memory_chunks c ON c.entry_id = e.id "
 
 
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
@@ -149,7 +147,9 @@ def _successor_sql(window: int, include_system: bool) -> str:
             f"WHERE a.id IN (SELECT value FROM json_each(%s)) AND a.origin_session != ''")
 
 
-_ENTRY_ROWS_SQL = _ENTRY_ROW_SQL + "WHERE e.id IN (SELECT value FROM json_each(%s))"
+# The same rows looked up by entry id (entries first, each joined to its chunk).
+_ENTRY_ROWS_SQL = (_ROW_COLUMNS + "FROM memory_catalog_entries e CROSS JOIN memory_chunks c ON c.entry_id = e.id "
+                   "WHERE e.id IN (SELECT value FROM json_each(%s))")
 _ENTRY_HEADERS_SQL = ("SELECT e.id, e.filename, e.name, e.description FROM memory_catalog_entries e "
                       "WHERE e.id IN (SELECT value FROM json_each(%s))")
 
