@@ -34,6 +34,11 @@ the next variant, the order rotating each round; `--requests` items per variant 
 runs with the same number of threads, so its GIL and SQLite contention are in its numbers too.
 Warm-up (untimed): `--warmup` distinct items per variant and concurrency before the timed items.
 
+Part 1b, CPU per request: `CPU_REQUESTS` sequential GET /healthz, then as many GET show, over the socket with the
+standard library's client; the server's user+system CPU (all its processes, from /proc) and the client's (this
+process, getrusage) per request. /healthz is a plain Django view with no database: what gunicorn, the socket and
+Django's middleware cost on their own.
+
 Part 2, writes under load: `--clients` threads, each with its own httpx client over TCP with the token, each
 POST /api/memory `--writes-per-client` distinct project memories (words unique per memory, `common.Words`, so the
 controller's lexical-overlap rule sees none as related) into a second, fresh workspace of the same server (created
@@ -69,6 +74,7 @@ TARGET_UDS_OVER_IN_PROCESS_P50_MS = 2.0
 WARMUP_SEED_OFFSET = 1_000_003
 HTTP_TIMEOUT_S = 60.0  # above the controller's 30 s lock timeout: a timeout there comes back as an answer
 JOB_TIMEOUT_S = 600.0  # no block of work may take longer than this
+CPU_REQUESTS = 1000  # sequential requests per path when splitting a round trip's CPU between server and client
 
 
 def main() -> None:
@@ -544,6 +550,7 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
             client.close()
     round_trip_s = time.perf_counter() - phase_started
     recall_events = Event.objects.filter(recall_ops).count() - events_before
+    cpu = cpu_per_request(server, workspace, items["show"][0])
 
     targets: dict[str, Any] = {}
     for concurrency in (1, len(pool)):
@@ -567,6 +574,7 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
         "setup": {**setup, "requests_per_variant": args.requests, "warmup_per_variant": args.warmup,
                   "clients": len(pool), "block": args.block, "round_trip_phase_s": round(round_trip_s, 1)},
         "round_trips": round_trips,
+        "cpu_per_request_ms": cpu,
         "target_uds_within_2ms_of_in_process_p50": {
             **targets, "met": all(t["met"] for t in targets.values()),
             "met_with_stdlib_client": all(t["met_with_stdlib_client"] for t in targets.values())},
@@ -580,6 +588,54 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
             "server_log_tail": server_log.splitlines()[-5:],
         },
     }
+
+
+def _process_cpu_s(pids: list[int]) -> float:
+    """User plus system CPU seconds of these processes so far, from /proc (Linux)."""
+    import os
+
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_request(server: common.LiveServer, workspace: str, filenames: list[str],
+                    count: int = CPU_REQUESTS) -> dict[str, Any]:
+    """Where a socket round trip's CPU goes: `count` sequential requests with the standard library's client, the
+    server's CPU (all its processes, from /proc) and this process's CPU (the client) per request. /healthz is a
+    plain Django view with no database, so it shows what gunicorn, the socket and Django's middleware cost."""
+    import resource
+    from urllib.parse import quote
+
+    client = StdlibUnixClient(str(server.socket_path))
+    pids = [server.process.pid, *server.children]
+    paths = {"healthz": lambda index: "/healthz",
+             "show": lambda index: f"/api/memory/{filenames[index % len(filenames)]}?workspace={quote(workspace)}"}
+    result: dict[str, Any] = {"requests": count}
+    try:
+        for name, path in paths.items():
+            for index in range(20):
+                client.get(path(index))
+            server_before = _process_cpu_s(pids)
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            started = time.perf_counter()
+            for index in range(count):
+                client.get(path(index))
+            wall = time.perf_counter() - started
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            client_s = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
+            result[name] = {"wall": round(wall / count * 1000, 3),
+                            "server_cpu": round((_process_cpu_s(pids) - server_before) / count * 1000, 3),
+                            "client_cpu": round(client_s / count * 1000, 3)}
+    finally:
+        client.close()
+    return result
 
 
 def _block_result(tallies: dict[str, Tally], serialization: list[float] | None) -> dict[str, Any]:
