@@ -12,8 +12,9 @@ memory root and taken in by `catalog_reindex`, so every document goes through th
 hand edit with origin `file` (operator writes would run the controller's duplicate rules over a chat log, which is
 not what is measured here). Its provenance is what a capture of the conversation would record: the session it was
 said in (`source_sessions`: the turn's `session`, or its `time` when the data has no sessions) and when it was
-recorded (the session's time plus one second per earlier turn of the session, so the turns keep their order). Each question runs through the real `memory_search` service, top 10, in its
-conversation's workspace. A question is a hit at k when any evidence turn is among the first k winners.
+recorded (the session's time plus one second per earlier turn of the session, so the turns keep their order).
+Each question runs through the real `memory_search` service, top 10, in its conversation's workspace. A question
+is a hit at k when any evidence turn is among the first k winners.
 
 Floor, in the same run: plain SQLite FTS5 (`porter unicode61 remove_diacritics 2`, bm25, the same three columns
 of the same documents) queried with the question's non-stopword tokens quoted and OR-joined.

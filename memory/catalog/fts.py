@@ -129,9 +129,14 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
         cursor.execute(_ROW_SQL + f"WHERE c.id IN ({marks})", [rowid for rowid, _value in scored])
         by_chunk = {row[0]: row for row in cursor.fetchall()}
         ranked = [(by_chunk[rowid], value) for rowid, value in scored if rowid in by_chunk]
-    # RECALL_COLUMNS order: entry_id, bm25, then the catalog columns. Snippets are cut by the caller from the body:
-    # FTS5's snippet() over a rowid list would re-run the whole match.
-    return [(row[1], value, "", *row[2:]) for row, value in ranked]
+    return [_recall_row(row, value) for row, value in ranked]
+
+
+def _recall_row(row: tuple, score: float) -> tuple:
+    """A row of `_ROW_COLUMNS` in RECALL_COLUMNS order: entry_id, the score, an empty snippet, then the catalog
+    columns. Snippets are cut by the caller from the body: FTS5's snippet() over a rowid list would re-run the
+    whole match."""
+    return (row[1], score, "", *row[2:])
 
 
 def _successor_sql(window: int, include_system: bool) -> str:
@@ -179,7 +184,7 @@ def entry_rows(cursor, entry_ids: list[int]) -> list[tuple]:  # noqa: ANN001
     if not entry_ids:
         return []
     cursor.execute(_ENTRY_ROWS_SQL, [json.dumps(entry_ids)])
-    return [(row[1], 0.0, "", *row[2:]) for row in cursor.fetchall()]
+    return [_recall_row(row, 0.0) for row in cursor.fetchall()]
 
 
 def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int) -> list[tuple]:

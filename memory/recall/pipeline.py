@@ -116,17 +116,22 @@ class WordMatch:
         return self.content * self.header
 
 
-def header_factor(pattern: re.Pattern[str], name: str, description: str) -> float:
-    return 1 + HEADER_BOOST * len(_terms_in(pattern, f"{name} {description}"))
+def _header_terms(pattern: re.Pattern[str], name: str, description: str) -> set[int]:
+    return _terms_in(pattern, f"{name} {description}")
+
+
+def _header_factor(in_header: set[int]) -> float:
+    return 1 + HEADER_BOOST * len(in_header)
 
 
 def rerank(query: RecallQuery, rows: list[dict[str, Any]], pattern: re.Pattern[str]) -> list[WordMatch]:
     """The word index's candidates, best first: bm25 scaled by query coverage and header matches."""
     matches = []
     for row in rows:
-        covered = _terms_in(pattern, f"{row['name']} {row['description']} {row['body']}")
+        in_header = _header_terms(pattern, row["name"], row["description"])
+        covered = in_header | _terms_in(pattern, row["body"])
         content = -row["bm25"] * (1 + COVERAGE_BOOST * len(covered) / max(1, len(query.terms)))
-        matches.append(WordMatch(content, header_factor(pattern, row["name"], row["description"]), row))
+        matches.append(WordMatch(content, _header_factor(in_header), row))
     matches.sort(key=lambda match: (-match.value, match.row["filename"]))
     return matches
 
@@ -155,7 +160,7 @@ def with_session_context(cursor, matches: list[WordMatch], pattern: re.Pattern[s
     new = fts.entry_headers(cursor, sorted({entry for _anchor, _distance, entry in followers} - rows.keys()))
     names = {entry: row["filename"] for entry, row in rows.items()}
     for entry, (filename, name, description) in new.items():
-        headers[entry] = header_factor(pattern, name, description)
+        headers[entry] = _header_factor(_header_terms(pattern, name, description))
         names[entry] = filename
     for anchor, distance, entry in followers:
         if entry in headers:
