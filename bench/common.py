@@ -17,6 +17,7 @@ import string
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -85,6 +86,30 @@ def peak_rss_mb() -> float:
     import resource
 
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def worker_process(name: str, measure: Callable[[Env], dict[str, object]]) -> None:
+    """The body of a per-size worker process: a fresh home, the measurement, its temp dirs removed, its JSON printed."""
+    env = start(name)
+    try:
+        result = measure(env)
+    finally:
+        finish()
+    emit(result)
+
+
+def run_size_workers(script: str, sizes: list[int], worker_args: list[str], profile: str | None) -> dict[str, object]:
+    """One worker process per size (`script --worker N ...`), one after the other so that two sizes never share the
+    cores; their JSON documents by size. A profile goes to `profile.N`."""
+    record_git()
+    results: dict[str, object] = {}
+    for size in sizes:
+        command = [sys.executable, script, "--worker", str(size), *worker_args]
+        if profile:
+            command += ["--profile", f"{profile}.{size}"]
+        log(f"N={size}: starting worker")
+        results[str(size)] = run_child(command)
+    return results
 
 
 def run_child(command: list[str]) -> dict[str, object]:

@@ -83,25 +83,13 @@ def main() -> None:
     if args.quick:
         args.sizes, args.requests = "500", 10
     if args.worker is not None:
-        env = common.start(f"inspector-{args.worker}")
-        try:
-            result = worker(env, args.worker, args)
-        finally:
-            common.finish()
-        common.emit(result)
+        common.worker_process(f"inspector-{args.worker}", lambda env: worker(env, args.worker, args))
         return
-    common.record_git()
     sizes = sorted(common.parse_sizes(args.sizes))
-    results: dict[str, object] = {}
-    for size in sizes:
-        command = [sys.executable, __file__, "--worker", str(size), "--seed", str(args.seed),
-                   "--requests", str(args.requests), "--warmup", str(args.warmup)]
-        if args.show_queries:
-            command.append("--show-queries")
-        if args.profile:
-            command += ["--profile", f"{args.profile}.{size}"]
-        common.log(f"N={size}: starting worker")
-        results[str(size)] = common.run_child(command)
+    worker_args = ["--seed", str(args.seed), "--requests", str(args.requests), "--warmup", str(args.warmup)]
+    if args.show_queries:
+        worker_args.append("--show-queries")
+    results = common.run_size_workers(__file__, sizes, worker_args, args.profile)
     common.emit({
         "benchmark": "inspector",
         "machine": common.machine(),

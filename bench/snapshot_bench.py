@@ -53,23 +53,12 @@ def main() -> None:
     parser.add_argument("--worker", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
-        env = common.start(f"snapshot-{args.worker}")
-        try:
-            result = worker(env, args.worker, args.seed, args.cold, args.cached, args.profile)
-        finally:
-            common.finish()
-        common.emit(result)
+        common.worker_process(f"snapshot-{args.worker}", lambda env: worker(env, args.worker, args.seed, args.cold,
+                                                                            args.cached, args.profile))
         return
-    common.record_git()
     sizes = sorted(common.parse_sizes(args.sizes))
-    results: dict[str, object] = {}
-    for size in sizes:
-        command = [sys.executable, __file__, "--worker", str(size), "--seed", str(args.seed), "--cold",
-                   str(args.cold), "--cached", str(args.cached)]
-        if args.profile:
-            command += ["--profile", f"{args.profile}.{size}"]
-        common.log(f"N={size}: starting worker")
-        results[str(size)] = common.run_child(command)
+    results = common.run_size_workers(__file__, sizes, ["--seed", str(args.seed), "--cold", str(args.cold),
+                                                        "--cached", str(args.cached)], args.profile)
     common.emit({
         "benchmark": "snapshot",
         "machine": common.machine(),
