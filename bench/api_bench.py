@@ -31,7 +31,14 @@ Concurrency 1: the main thread runs item by item, the three variants in an order
 Concurrency `--clients` (8): that many persistent threads, each with its own httpx clients (and, for in_process,
 its own Django connection), run in blocks: for each round, all threads do `--block` items over one variant, then
 the next variant, the order rotating each round; `--requests` items per variant in all. The in-process variant
-runs with the same number of threads, so its GIL and SQLite contention are in its numbers too.
+runs with the same number of threads, so its GIL and SQLite contention are in its numbers too. Each variant's
+`mean_calls_in_flight` is the sum of its round trips over the wall time of its blocks (Little's law): the
+socket's requests are all in flight together and queue at the server (near `--clients`), while the in-process
+threads take turns on one GIL, and when a thread keeps it from one call to the next the calls run one after
+another and each times the bare call (near 1). The in-process p50 at concurrency `--clients` moves with it.
+`cpu_per_call_ms` splits each variant's CPU per call at that concurrency between the server's processes (/proc)
+and this process (the clients, and the in-process calls themselves): with the machine's cores busy, the socket's
+p50 follows the sum, the in-process p50 the GIL-bound call.
 Warm-up (untimed): `--warmup` distinct items per variant and concurrency before the timed items.
 
 Part 1b, CPU per request: `CPU_REQUESTS` sequential GET /healthz, then as many GET show, over the socket with the
@@ -374,6 +381,8 @@ class Tally:
         self.result_counts: list[int] = []
         self.wall_s = 0.0
         self.by_item: dict[int, float] = {}
+        self.server_cpu_s = 0.0  # at concurrency > 1: the server's CPU while this variant's blocks ran
+        self.client_cpu_s = 0.0  # and this process's (the clients', and the in-process calls')
 
     def add(self, outcome: tuple[float, int, str, int | None], item_index: int | None = None) -> None:
         seconds, status, code, count = outcome
@@ -472,6 +481,7 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
     token = server.token
     diagnostics = not args.no_diagnostics
     recall_ops = Q(op=EventOp.RECALL_EXECUTED.value) | Q(op=EventOp.RECALL_SKIPPED.value)
+    server_pids = [server.process.pid, *server.children]
     events_before = Event.objects.filter(recall_ops).count()
     searches_made = 0
     round_trips: dict[str, Any] = {}
@@ -518,6 +528,7 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
                         return [(index, caller_here.call(verb, item)) for index, item in mine]
                     return [(index, http_call(thread.clients[variant], verb, item, workspace)) for index, item in mine]
 
+                server_cpu, client_cpu = _process_cpu_s(server_pids), _own_cpu_s()
                 started = time.perf_counter()
                 outcomes = run_on_all(pool, job)
                 wall = time.perf_counter() - started
@@ -526,6 +537,8 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
                         for index, outcome in per_thread_outcomes:
                             tally.add(outcome, index)
                     tally.wall_s += wall
+                    tally.server_cpu_s += _process_cpu_s(server_pids) - server_cpu
+                    tally.client_cpu_s += _own_cpu_s() - client_cpu
                 return wall
 
             warm_per_thread = max(1, min(args.block, len(warm_items) // clients))
@@ -565,6 +578,9 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
                 "uds_stdlib_p50_minus_in_process_p50_ms": stdlib_difference,
                 "met_with_stdlib_client": stdlib_difference is not None
                 and stdlib_difference <= TARGET_UDS_OVER_IN_PROCESS_P50_MS}
+            if concurrency > 1:
+                targets[f"{verb}_concurrency_{concurrency}"]["in_process_mean_calls_in_flight"] = (
+                    measured["in_process"]["mean_calls_in_flight"])
 
     writes = _writes(env, args, server)
     server_log = server.log_path.read_text("utf-8", "replace") if server.log_path.exists() else ""
@@ -603,6 +619,13 @@ def _process_cpu_s(pids: list[int]) -> float:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def cpu_per_request(server: common.LiveServer, workspace: str, filenames: list[str],
@@ -651,6 +674,11 @@ def _block_result(tallies: dict[str, Tally], serialization: list[float] | None) 
             entry["p50_minus_in_process_p50_ms"] = None
         if tally.wall_s:
             entry["requests_per_s"] = round(len(tally.seconds) / tally.wall_s, 1)
+            # Little's law: the mean number of this variant's calls in flight while its blocks ran.
+            entry["mean_calls_in_flight"] = round(sum(tally.seconds) / tally.wall_s, 2)
+            calls = max(1, len(tally.seconds))
+            entry["cpu_per_call_ms"] = {"server": round(tally.server_cpu_s / calls * 1000, 3),
+                                        "this_process": round(tally.client_cpu_s / calls * 1000, 3)}
         if tally.result_counts:
             entry["mean_results"] = round(sum(tally.result_counts) / len(tally.result_counts), 2)
         entry["errors"] = dict(tally.errors)
