@@ -206,7 +206,7 @@ class StdlibUnixClient:
                 response = self._connection.getresponse()
                 return StdlibResponse(response.status, dict(response.getheaders()), response.read())
             except (http.client.HTTPException, OSError):
-                # The server closes an idle keep-alive connection (gunicorn's keepalive, 2 s): reconnect once,
+                # The server may close an idle keep-alive connection (after 75 s, or on restart): reconnect once,
                 # as any persistent client does.
                 self._connection.close()
                 if attempt == 2:
@@ -556,7 +556,7 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
                 for variant in variants_n[shift:] + variants_n[:shift]:
                     block(variant, chunk, tallies[variant])
             if verb == "search":
-                searches_made += (warm_per_thread * clients + len(timed_items)) * len(variants_n)
+                searches_made += (sum(map(len, warm_chunk)) + len(timed_items)) * len(variants_n)
             round_trips[verb][f"concurrency_{clients}"] = _block_result(tallies, None)
     finally:
         for client in main_clients.values():
@@ -599,11 +599,23 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
             "searches_made_all_variants_incl_warmup": searches_made,
             "recall_events_recorded": recall_events,
             "recall_bookkeeping_skipped": searches_made - recall_events,
+            "round_trip_errors": _error_total(round_trips),
             "server_log_warnings": sum("skipped" in line or "WARNING" in line or "Traceback" in line
                                        for line in server_log.splitlines()),
             "server_log_tail": server_log.splitlines()[-5:],
         },
     }
+
+
+def _error_total(round_trips: dict[str, Any]) -> dict[str, int]:
+    """Failed round trips of every verb, concurrency and variant (diagnostics included), by status and code."""
+    total: Counter[str] = Counter()
+    for by_concurrency in round_trips.values():
+        for measured in by_concurrency.values():
+            for entry in [*measured.values(), *measured.get("diagnostics", {}).values()]:
+                if isinstance(entry, dict):
+                    total.update(entry.get("errors", {}))
+    return dict(total)
 
 
 def _process_cpu_s(pids: list[int]) -> float:

@@ -140,3 +140,33 @@ def test_the_token_file_is_private_and_rotation_invalidates_the_old_token(server
     with server.tcp() as fresh:
         assert fresh.get("/api/memory/health").status_code == 200
     assert oct(token_file.stat().st_mode & 0o777) == "0o600"
+
+
+def test_an_idle_keep_alive_connection_still_serves_the_next_request(server):
+    """A client's pooled connection that sat idle for a few seconds (httpx keeps them 5 s) must still be open:
+    a server that closes it first loses the request the client sends on it at that moment."""
+    import http.client
+    import socket
+    import time
+
+    class UnixConnection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.connect(str(server.socket_path))
+
+    connection = UnixConnection("localhost", timeout=30)
+    try:
+        connection.request("GET", "/healthz")
+        first = connection.getresponse()
+        first.read()
+        assert first.status == 200 and first.getheader("Connection", "").lower() != "close"
+        opened = connection.sock
+        time.sleep(3)  # longer than gunicorn's default keep-alive (2 s)
+        connection.auto_open = 0  # no silent reconnect: the request must go out on the same socket
+        connection.request("GET", "/healthz")
+        second = connection.getresponse()
+        second.read()
+        assert second.status == 200
+        assert connection.sock is opened
+    finally:
+        connection.close()
