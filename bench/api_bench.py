@@ -634,6 +634,7 @@ def _process_cpu_s(pids: list[int]) -> float:
 
 
 def _own_cpu_s() -> float:
+    """User plus system CPU seconds of this process so far (all its threads)."""
     import resource
 
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -645,7 +646,6 @@ def cpu_per_request(server: common.LiveServer, workspace: str, filenames: list[s
     """Where a socket round trip's CPU goes: `count` sequential requests with the standard library's client, the
     server's CPU (all its processes, from /proc) and this process's CPU (the client) per request. /healthz is a
     plain Django view with no database, so it shows what gunicorn, the socket and Django's middleware cost."""
-    import resource
     from urllib.parse import quote
 
     client = StdlibUnixClient(str(server.socket_path))
@@ -657,14 +657,12 @@ def cpu_per_request(server: common.LiveServer, workspace: str, filenames: list[s
         for name, path in paths.items():
             for index in range(20):
                 client.get(path(index))
-            server_before = _process_cpu_s(pids)
-            usage = resource.getrusage(resource.RUSAGE_SELF)
+            server_before, client_before = _process_cpu_s(pids), _own_cpu_s()
             started = time.perf_counter()
             for index in range(count):
                 client.get(path(index))
             wall = time.perf_counter() - started
-            after = resource.getrusage(resource.RUSAGE_SELF)
-            client_s = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
+            client_s = _own_cpu_s() - client_before
             result[name] = {"wall": round(wall / count * 1000, 3),
                             "server_cpu": round((_process_cpu_s(pids) - server_before) / count * 1000, 3),
                             "client_cpu": round(client_s / count * 1000, 3)}

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import http.client
+import socket
 import sqlite3
 import subprocess
+import time
 
 import pytest
 
@@ -145,10 +148,6 @@ def test_the_token_file_is_private_and_rotation_invalidates_the_old_token(server
 def test_an_idle_keep_alive_connection_still_serves_the_next_request(server):
     """A client's pooled connection that sat idle for a few seconds (httpx keeps them 5 s) must still be open:
     a server that closes it first loses the request the client sends on it at that moment."""
-    import http.client
-    import socket
-    import time
-
     class UnixConnection(http.client.HTTPConnection):
         def connect(self) -> None:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
