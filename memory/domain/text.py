@@ -29,3 +29,49 @@ def meaningful_words(text: str, *, min_length: int = 2) -> list[str]:
 def overlap_words(text: str) -> set[str]:
     """The words the lexical-overlap rule compares: 3+ characters, not function words."""
     return set(meaningful_words(text, min_length=3))
+
+
+# ----- text that reaches a prompt or a terminal -----------------------------------------------------------------
+
+# The snapshot, recall and checkpoint assemblers wrap their sections in `<compozy_…>` tags. Text taken from a memory
+# (body, name, description) must never open or close one of them, or a memory could end the section it sits in and
+# speak as the system. A "<" that starts such a tag, in any letter case and with whitespace, slashes or invisible
+# format characters before the name (a model reading the prompt may ignore those), is written as "&lt;" instead.
+_STRUCTURAL_TAG = re.compile(r"<(?=[\s/\u00ad\u200b-\u200f\u2060\ufeff]*compozy_)", re.IGNORECASE)
+
+
+def has_structural_tag(text: str) -> bool:
+    """True when the text would open or close a `<compozy_…>` tag: what escape_structural_tags would change."""
+    return _STRUCTURAL_TAG.search(text) is not None
+
+
+def escape_structural_tags(text: str) -> str:
+    """The text with every `<compozy_…>` / `</compozy_…>` tag opener turned into `&lt;`, so that assembled
+    prompt text holds exactly the structural tags its assembler wrote. Pure, idempotent, and the identity on text
+    without such a tag."""
+    return _STRUCTURAL_TAG.sub("&lt;", text)
+
+
+# Characters that act on a terminal or hide text rather than show it: C0 controls other than tab and newline
+# (NUL truncates C strings, ESC starts escape sequences, CR rewrites the line), DEL, C1 controls (U+009B is a
+# one-character CSI for some terminals), and the invisible and bidirectional formatting characters the content
+# scanner refuses. The scanner refuses all of them on write; a file placed by hand bypasses it, so printers escape.
+CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+INVISIBLE_CHARACTERS = re.compile("[\u200b-\u200d\u2060\ufeff\u202a-\u202e]")
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200d\u2060\ufeff\u202a-\u202e]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_control_characters(text: str) -> str:
+    """The text with each control, invisible or bidirectional character written as a visible `\\xNN` or `\\uNNNN`
+    escape. Newline and tab are kept. Pure and the identity on clean text."""
+    return _UNPRINTABLE.sub(_visible, text)
+
+
+def prompt_safe(text: str) -> str:
+    """Memory text as it may appear inside an assembled prompt: no structural tags, no control characters."""
+    return escape_structural_tags(escape_control_characters(text))
