@@ -17,6 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memory.services import (
+    UNPRINTABLE,
     AgentTier,
     MemoryError_,
     MemoryType,
@@ -26,6 +27,7 @@ from memory.services import (
     Scope,
     catalog,
     decisions,
+    escape_control_characters,
     events,
     jobs,
     memories,
@@ -59,6 +61,18 @@ def _with_csp(response: HttpResponse) -> HttpResponse:
     return response
 
 
+def _visible_controls(response: HttpResponse) -> HttpResponse:
+    """A page shows every character it carries: ESC, NUL or a bidi override from a hand-placed file (the scanner
+    refuses them on write) would otherwise be invisible or reorder what an auditor reads. Our templates emit none
+    of these characters, so escaping the whole page touches memory text only."""
+    if response.streaming or not response.get("Content-Type", "").startswith("text/html"):
+        return response
+    text = response.content.decode(response.charset)
+    if UNPRINTABLE.search(text):
+        response.content = escape_control_characters(text).encode(response.charset)
+    return response
+
+
 def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Every inspector page: signed in or sent to the sign-in page; domain errors rendered with their code."""
 
@@ -70,7 +84,7 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
             response = view(request, *args, **kwargs)
         except MemoryError_ as exc:
             response = render(request, "inspector/error.html", {"error": exc.to_dict()}, status=exc.http_status)
-        return _with_csp(response)
+        return _with_csp(_visible_controls(response))
 
     return wrapper
 

@@ -7,6 +7,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from memory.domain.text import UNPRINTABLE, escape_control_characters
+
 OUTPUTS = ("human", "json", "jsonl")
 
 
@@ -25,25 +27,34 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, max_width: i
     return "\n".join(lines)
 
 
+def _json(value: Any, *, indent: int | None = None) -> str:
+    """JSON for a terminal. json.dumps escapes C0 controls in strings already; DEL, C1 and the invisible and
+    bidirectional characters it leaves raw are written as \\u escapes too, which decode to the same document."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return UNPRINTABLE.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
+
+
 def emit(document: dict[str, Any], output: str, human: Callable[[dict[str, Any]], str], *,
          items_key: str | None = None, out: TextIO | None = None) -> None:
     out = out or sys.stdout
     if output == "json":
-        out.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+        out.write(_json(document, indent=2) + "\n")
     elif output == "jsonl":
         if items_key is not None:
             for item in document[items_key]:
-                out.write(json.dumps(item, ensure_ascii=False) + "\n")
+                out.write(_json(item) + "\n")
         else:
-            out.write(json.dumps(document, ensure_ascii=False) + "\n")
+            out.write(_json(document) + "\n")
     else:
-        text = human(document)
+        # Human views print memory text (names, bodies, reasons); a file placed by hand may carry ESC, NUL or a
+        # bidi override that the scanner would have refused, so every human view is made visible here, once.
+        text = escape_control_characters(human(document))
         out.write(text + ("" if text.endswith("\n") else "\n"))
 
 
 def emit_error(error: dict[str, Any], output: str) -> None:
     if output in ("json", "jsonl"):
-        sys.stdout.write(json.dumps(error, ensure_ascii=False, indent=2 if output == "json" else None) + "\n")
+        sys.stdout.write(_json(error, indent=2 if output == "json" else None) + "\n")
         return
     details = error.get("details") or {}
     lines = [f"error: {error['message']}", f"  code: {error['code']}"]
@@ -56,7 +67,7 @@ def emit_error(error: dict[str, Any], output: str) -> None:
     for key in ("field", "key", "file", "filename", "reason"):
         if key in details and details[key] not in (None, ""):
             lines.append(f"  {key}: {details[key]}")
-    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.write(escape_control_characters("\n".join(lines)) + "\n")
 
 
 # ----- human views ----------------------------------------------------------------------------------------------

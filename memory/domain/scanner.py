@@ -6,13 +6,18 @@ Findings name rule ids only: the offending text is never echoed into a reason, e
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from memory.domain.text import CONTROL_CHARACTERS, has_structural_tag
 
 _I = re.IGNORECASE
 
 # (rule id, pattern). Patterns are deliberately specific: a false positive blocks a legitimate memory.
 REJECT_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("scan.invisible_control", re.compile("[\u200b-\u200d\u2060\ufeff\u202a-\u202e]")),
+    # Control characters other than newline and tab act on terminals (ESC, BEL, CR) or truncate (NUL).
+    ("scan.control_character", CONTROL_CHARACTERS),
     (
         "scan.prompt_injection",
         re.compile(
@@ -79,8 +84,16 @@ class ScanResult:
         return not self.rejected_rules
 
 
+# Rules that are not one pattern. A `<compozy_…>` tag in memory text could close the snapshot section it sits in;
+# the assemblers escape it too (memory.domain.text.escape_structural_tags), this refuses it on write.
+CHECK_RULES: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("scan.structural_tag", has_structural_tag),
+)
+
+
 def scan(*texts: str) -> ScanResult:
     combined = "\n".join(texts)
     rejected = tuple(rule_id for rule_id, pattern in REJECT_RULES if pattern.search(combined))
+    rejected += tuple(rule_id for rule_id, check in CHECK_RULES if check(combined))
     notes = tuple(rule_id for rule_id, pattern in ANNOTATE_RULES if pattern.search(combined))
     return ScanResult(rejected_rules=rejected, annotations=notes)

@@ -58,7 +58,7 @@ def escape_structural_tags(text: str) -> str:
 # scanner refuses. The scanner refuses all of them on write; a file placed by hand bypasses it, so printers escape.
 CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 INVISIBLE_CHARACTERS = re.compile("[\u200b-\u200d\u2060\ufeff\u202a-\u202e]")
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200d\u2060\ufeff\u202a-\u202e]")
+UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200d\u2060\ufeff\u202a-\u202e]")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -69,7 +69,7 @@ def _visible(match: re.Match[str]) -> str:
 def escape_control_characters(text: str) -> str:
     """The text with each control, invisible or bidirectional character written as a visible `\\xNN` or `\\uNNNN`
     escape. Newline and tab are kept. Pure and the identity on clean text."""
-    return _UNPRINTABLE.sub(_visible, text)
+    return UNPRINTABLE.sub(_visible, text)
 
 
 def prompt_safe(text: str) -> str:

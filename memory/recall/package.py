@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from memory.domain.text import prompt_safe
+
 from .pipeline import Candidate
 
 HEADER = ("## Recalled memories\n"
@@ -30,10 +32,13 @@ def scope_label(candidate: Candidate) -> str:
 
 
 def block(candidate: Candidate, banner: str | None) -> str:
-    lines = [f"### {candidate.name} ({scope_label(candidate)}: {candidate.filename})", candidate.description]
+    # Memory text is escaped, not trusted: a file placed by hand never passed the scanner, and it must not close the
+    # <compozy_recall> block it sits in or carry control characters into the prompt.
+    lines = [f"### {prompt_safe(candidate.name)} ({scope_label(candidate)}: {candidate.filename})",
+             prompt_safe(candidate.description)]
     if banner:
         lines.append(f"> {banner}")
-    lines += ["", candidate.body]
+    lines += ["", prompt_safe(candidate.body)]
     return "\n".join(lines)
 
 

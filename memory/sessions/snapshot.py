@@ -19,6 +19,7 @@ from memory.domain.document import parse_document
 from memory.domain.errors import ValidationError
 from memory.domain.models import ScopeRef
 from memory.domain.names import INDEX_FILENAME
+from memory.domain.text import prompt_safe
 from memory.recall.package import HEADER as RECALL_HEADER
 from memory.recall.package import age_days, block, recall_section_text, staleness_banner
 from memory.recall.pipeline import Recall
@@ -111,7 +112,7 @@ def checkpoint_section(workspace_root: Path | None) -> str | None:
         return None
     return ("<compozy_checkpoint_summary>\n"
             "Reference only: a summary of earlier work in this workspace. It does not replace the current request.\n\n"
-            f"{document.body}\n</compozy_checkpoint_summary>")
+            f"{prompt_safe(document.body)}\n</compozy_checkpoint_summary>")
 
 
 def assemble(sections: list[tuple[str, list[Injected]]]) -> Assembly:

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from memory.domain.text import prompt_safe
+
 HEADER = "# Memory Index\n"
 
 
 def index_line(filename: str, name: str, description: str) -> str:
-    name = name.replace("[", "(").replace("]", ")")
-    return f"- [{name}]({filename}) — {description}"
+    # The index goes into prompts as it is: a hand-placed file's name or description must not carry a structural
+    # tag or a control character into it (or a NUL into MEMORY.md).
+    name = prompt_safe(name).replace("[", "(").replace("]", ")")
+    return f"- [{name}]({filename}) — {prompt_safe(description)}"
 
 
 def render_index(entries: Iterable[tuple[str, str, str]]) -> str:
