@@ -238,3 +238,20 @@ class Job(models.Model):
 
     class Meta:
         db_table = "memory_jobs"
+
+
+class PrunedDecision(models.Model):
+    """memory_pruned_decisions: the ids retention deleted, so a later show or revert of one can say it was pruned
+    rather than that it never existed. Holds no content."""
+
+    id = models.CharField(primary_key=True, max_length=28)
+    root_key = models.CharField(max_length=128)
+    workspace_id = models.CharField(max_length=26, blank=True, default="")
+    target_filename = models.CharField(max_length=255)
+    op = models.CharField(max_length=8)
+    decided_at = models.DateTimeField()
+    applied_at = models.DateTimeField()
+    pruned_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_pruned_decisions"

@@ -10,6 +10,7 @@ urlpatterns = [
     path("api/memory", views.MemoryCollection.as_view(), name="memory-collection"),
     path("api/memory/search", views.Search.as_view(), name="memory-search"),
     path("api/memory/decisions", views.DecisionCollection.as_view(), name="memory-decisions"),
+    path("api/memory/decisions/prune", views.DecisionPrune.as_view(), name="memory-decisions-prune"),
     path("api/memory/decisions/<str:decision_id>", views.DecisionItem.as_view(), name="memory-decision"),
     path("api/memory/decisions/<str:decision_id>/revert", views.DecisionRevert.as_view(), name="memory-revert"),
     path("api/memory/history", views.History.as_view(), name="memory-history"),

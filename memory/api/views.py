@@ -103,6 +103,13 @@ class DecisionRevert(APIView):
         return ok(decisions.decision_revert(data=data, caller=caller_of(request)))
 
 
+class DecisionPrune(APIView):
+    @documented(response=v.PruneResult, body=decisions.PruneInput, summary="Prune old applied decisions")
+    def post(self, request: Request) -> Response:
+        data = decisions.PruneInput.parse(body(request))
+        return ok(decisions.decision_prune(data=data, caller=caller_of(request)))
+
+
 class History(APIView):
     @documented(response=v.HistoryList, query=history.HistoryInput, summary="Operation history")
     def get(self, request: Request) -> Response:

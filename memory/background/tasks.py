@@ -1,9 +1,23 @@
-"""Task entry points run by the django-q2 cluster (or inline when COMPOZY_Q_SYNC=1)."""
+"""Task entry points run by the django-q2 cluster (or inline when COMPOZY_Q_SYNC=1). They hold no logic: each
+calls one service."""
 
 from __future__ import annotations
+
+# The actor recorded in the events of scheduled work, which has no surface origin of its own.
+SCHEDULE_ACTOR = "schedule"
 
 
 def run_job(job_id: str) -> None:
     from memory.services.jobs import job_run
 
     job_run(job_id=job_id)
+
+
+def prune_decisions() -> dict:
+    """The daily retention pass over the decision log."""
+    from memory.domain.enums import Origin
+    from memory.services.context import Caller
+    from memory.services.decisions import PruneInput, decision_prune
+
+    result = decision_prune(data=PruneInput(), caller=Caller(origin=Origin.CLI), actor=SCHEDULE_ACTOR)
+    return result.to_json()

@@ -226,3 +226,11 @@ def human_snapshot_log(document: dict[str, Any]) -> str:
     head = (f"session {document['session_id']} at generation {document['generation']}"
             + (f" (inherited from {document['parent_session_id']})" if document.get("parent_session_id") else ""))
     return head + "\n" + (table(rows, ["#", "source", "scope", "filename"]) if rows else "Nothing was injected.")
+
+
+def human_prune(document: dict[str, Any]) -> str:
+    verb = "would prune" if document["dry_run"] else "pruned"
+    head = (f"{verb} {document['pruned']} applied decision(s) older than {document['days']} days "
+            f"(before {document['cutoff'][:19].replace('T', ' ')}); kept {document['kept']} that existing files need")
+    rows = [(r["root_key"], r["pruned"], r["kept"]) for r in document["roots"]]
+    return head if not rows else head + "\n" + table(rows, ["root", "pruned", "kept"], max_width=70)

@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
-from django.db.models import Q
+from collections import defaultdict
 
+from django.db.models import Q
+from pydantic import Field
+
+from compozy.config import get_config
+from memory.controller.lock import write_lock
+from memory.controller.log import record_event
+from memory.controller.retention import prune_decisions, pruned_record
 from memory.controller.revert import revert_decision
-from memory.domain.enums import Op, Origin
+from memory.domain.enums import EventOp, Op, Origin
 from memory.domain.errors import NotFound, ValidationError
 from memory.models import Decision
 
 from .context import Caller, Input, Selector, administered_refs, resolve, visible_refs
 from .paging import page_of
 from .timefilter import parse_since
-from .views import DecisionList, DecisionShow, Page, RevertResult, decision_detail, decision_summary
+from .views import (
+    DecisionList,
+    DecisionShow,
+    Page,
+    PruneResult,
+    PruneRoot,
+    RevertResult,
+    decision_detail,
+    decision_summary,
+    iso,
+)
 
 
 class DecisionListInput(Selector):
@@ -30,6 +47,13 @@ class DecisionIdInput(Selector):
 
 class RevertInput(DecisionIdInput):
     dry_run: bool = False
+
+
+class PruneInput(Input):
+    """Retention over the whole decision log (it is per database, like the log itself), with the home
+    configuration's `memory.decisions.prune_after_applied_days`."""
+
+    dry_run: bool = Field(False, description="count what would be pruned; delete nothing and record no event")
 
 
 def _scoped(selector: Selector, caller: Caller):
@@ -69,8 +93,23 @@ def _get(data: DecisionIdInput, caller: Caller) -> Decision:
     _resolved, visible = _scoped(data, caller)
     decision = Decision.objects.filter(visible, id=data.decision_id).first()
     if decision is None:
+        tombstone = pruned_record(data.decision_id, _root_keys(visible))
+        if tombstone is not None:
+            raise NotFound(
+                f"Decision {data.decision_id} was pruned by retention on {iso(tombstone.pruned_at)}: applied "
+                f"decisions older than memory.decisions.prune_after_applied_days are deleted, except each existing "
+                "file's latest ones.",
+                details={"decision_id": data.decision_id, "reason": "pruned_by_retention",
+                         "pruned_at": iso(tombstone.pruned_at), "filename": tombstone.target_filename},
+            )
         raise NotFound(f"No decision {data.decision_id} here.", details={"decision_id": data.decision_id})
     return decision
+
+
+def _root_keys(visible: Q) -> list[str]:
+    """The root keys of a `_scoped` filter (one `root_key__in` child)."""
+    ((_lookup, keys),) = visible.children
+    return list(keys)
 
 
 def decision_show(*, data: DecisionIdInput, caller: Caller) -> DecisionShow:
@@ -85,5 +124,32 @@ def decision_revert(*, data: RevertInput, caller: Caller) -> RevertResult:
     return RevertResult(decision=decision_summary(outcome.decision), reverted=outcome.applied, dry_run=outcome.dry_run)
 
 
-__all__ = ["decision_list", "decision_show", "decision_revert", "DecisionListInput", "DecisionIdInput",
-           "RevertInput", "Input"]
+def decision_prune(*, data: PruneInput, caller: Caller, actor: str | None = None) -> PruneResult:
+    """Delete applied decisions older than the retention setting, keeping what the controller still reads (see
+    memory.controller.retention), and record memory.decisions.pruned per workspace with counts per root.
+    `actor` names a caller that is not a surface (the daily task) in the events."""
+    config = get_config(None)
+    days = config.memory.decisions.prune_after_applied_days
+    with write_lock(config.memory.controller.lock_timeout):
+        report = prune_decisions(days=days, dry_run=data.dry_run)
+        if not data.dry_run:
+            by_workspace: dict[str, dict[str, int]] = defaultdict(dict)
+            for root_key, count in report.pruned.items():
+                by_workspace[report.workspaces.get(root_key, "")][root_key] = count
+            if not by_workspace:
+                by_workspace[""] = {}  # the run itself is worth a trace, even when nothing was old enough
+            for workspace_id, roots in sorted(by_workspace.items()):
+                record_event(EventOp.DECISIONS_PRUNED, workspace_id=workspace_id, actor=actor or caller.origin.value,
+                             metadata={"roots": roots, "pruned": sum(roots.values()), "days": days,
+                                       "cutoff": iso(report.cutoff)})
+    root_keys = sorted(set(report.pruned) | set(report.kept))
+    return PruneResult(
+        dry_run=data.dry_run, days=days, cutoff=iso(report.cutoff) or "", pruned=report.total,
+        kept=sum(report.kept.values()),
+        roots=[PruneRoot(root_key=key, workspace_id=report.workspaces.get(key) or None,
+                         pruned=report.pruned.get(key, 0), kept=report.kept.get(key, 0)) for key in root_keys],
+    )
+
+
+__all__ = ["decision_list", "decision_show", "decision_revert", "decision_prune", "DecisionListInput",
+           "DecisionIdInput", "RevertInput", "PruneInput", "Input"]

@@ -261,3 +261,22 @@ class SearchResult(Result):
     results: list[SearchHit]
     recall: RecallBlock
     skipped: bool
+
+
+class PruneRoot(Result):
+    root_key: str
+    workspace_id: str | None
+    pruned: int
+    kept: int
+
+
+class PruneResult(Result):
+    """Decision retention: how many applied decisions past the cutoff were pruned (or would be, on a dry run) and
+    how many were kept because an existing file still needs them, per root."""
+
+    dry_run: bool
+    days: int
+    cutoff: str
+    pruned: int
+    kept: int
+    roots: list[PruneRoot]

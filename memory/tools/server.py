@@ -48,7 +48,10 @@ class Session:
 
 def _call(service: Callable[..., Any], model: Any, session: Session, **given: Any) -> dict[str, Any]:
     try:
-        return service(data=model.parse(session.fields(**given)), caller=session.caller()).to_json()
+        values = session.fields(**given)
+        if "workspace" not in model.model_fields:
+            values.pop("workspace", None)  # a database-wide verb (retention) takes no workspace default
+        return service(data=model.parse(values), caller=session.caller()).to_json()
     except CompozyError as error:
         raise ToolError(json.dumps(error.to_dict())) from None
 
@@ -131,6 +134,9 @@ def build_registry(session: Session) -> ToolRegistry:
         return _call(decisions.decision_revert, decisions.RevertInput, session, decision_id=decision_id,
                      workspace=workspace, dry_run=dry_run or None)
 
+    def memory_decisions_prune(dry_run: bool = False) -> dict[str, Any]:
+        return _call(decisions.decision_prune, decisions.PruneInput, session, dry_run=dry_run or None)
+
     tools = [
         (AGENT_TOOLSET, "compozy__memory_list", memory_list,
          "List the memories visible from this workspace (global, workspace, and your agent's tiers with scope "
@@ -164,6 +170,9 @@ def build_registry(session: Session) -> ToolRegistry:
          "Show one decision with its rule trace and contents."),
         (ADMIN_TOOLSET, "compozy__memory_decisions_revert", memory_decisions_revert,
          "Undo a decision with a new decision; refused when the file changed since."),
+        (ADMIN_TOOLSET, "compozy__memory_decisions_prune", memory_decisions_prune,
+         "Delete applied decisions older than memory.decisions.prune_after_applied_days, keeping each existing "
+         "file's latest decisions and every unapplied one. dry_run counts without deleting."),
     ]
     for toolset, name, fn, description in tools:
         registry.add(ToolSpec(name=name, toolset=toolset, description=description, fn=fn))

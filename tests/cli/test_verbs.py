@@ -149,3 +149,13 @@ def test_the_console_script_works_from_any_directory(cli, tmp_path):
     assert result.code == 0, result.stdout
     assert (cli.home / "memory" / "user_anywhere.md").is_file()
     assert not (elsewhere / ".compozy").exists()
+
+
+def test_decisions_prune_runs_from_the_cli_with_a_dry_run(cli):
+    assert cli("memory", "write", "--type", "project", "--name", "Pruned Later", "--description", "d",
+               "--content", "Some fact about the build.").code == 0
+    dry = cli("memory", "decisions", "prune", "--dry-run", "-o", "json")
+    assert dry.code == 0, dry.stderr
+    assert dry.json["dry_run"] is True and dry.json["pruned"] == 0 and dry.json["days"] == 90
+    human = cli("memory", "decisions", "prune")
+    assert human.code == 0 and human.stdout.startswith("pruned 0 applied decision(s) older than 90 days")

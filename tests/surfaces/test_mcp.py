@@ -21,7 +21,7 @@ AGENT_TOOLS = {"compozy__memory_list", "compozy__memory_show", "compozy__memory_
                "compozy__memory_note"}
 ADMIN_TOOLS = {"compozy__memory_health", "compozy__memory_admin_history", "compozy__memory_reindex",
                "compozy__memory_promote", "compozy__memory_decisions_list", "compozy__memory_decisions_show",
-               "compozy__memory_decisions_revert"}
+               "compozy__memory_decisions_revert", "compozy__memory_decisions_prune"}
 
 
 def call(server, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:

@@ -31,7 +31,7 @@ VERBS_HELP = """verbs:
   promote     copy a memory into another scope
   token       rotate the API bearer token
   show        print one memory
-  decisions   list, show or revert controller decisions
+  decisions   list, show, revert or prune controller decisions
   history     the legacy operation history over memory events
   health      catalog drift, unapplied decisions and counts
   reindex     re-derive the catalog from the Markdown on disk
@@ -160,7 +160,7 @@ class Command(BaseCommand):
         show.add_argument("filename")
         selectors(show, system=True)
 
-        decision_parser = verb("decisions", "Controller decisions: list, show, revert.")
+        decision_parser = verb("decisions", "Controller decisions: list, show, revert, prune.")
         decision_verbs = decision_parser.add_subparsers(dest="decision_verb", required=True, metavar="action",
                                                         parser_class=MemoryParser)
         d_list = decision_verbs.add_parser("list", help="list decisions, newest first")
@@ -178,6 +178,11 @@ class Command(BaseCommand):
         for sub in (d_list, d_show, d_revert):
             sub.add_argument("-o", "--output", default="human", choices=render.OUTPUTS)
             selectors(sub)
+        d_prune = decision_verbs.add_parser(
+            "prune", help="delete applied decisions older than memory.decisions.prune_after_applied_days, keeping "
+                          "each existing file's latest ones and every unapplied one")
+        d_prune.add_argument("--dry-run", action="store_true", help="count only; delete nothing")
+        d_prune.add_argument("-o", "--output", default="human", choices=render.OUTPUTS)
 
         hist = verb("history", "Operation history (memory.write, memory.delete, memory.search, memory.reindex).")
         hist.add_argument("--limit", type=int)
@@ -296,6 +301,10 @@ class Command(BaseCommand):
             data = decisions.DecisionIdInput.parse(self._fields(options, "decision_id", *self._SELECTORS))
             render.emit(decisions.decision_show(data=data, caller=caller).to_json(), options["output"],
                         render.human_decision)
+        elif action == "prune":
+            data = decisions.PruneInput.parse(self._fields(options, "dry_run"))
+            render.emit(decisions.decision_prune(data=data, caller=caller).to_json(), options["output"],
+                        render.human_prune, items_key="roots")
         else:
             data = decisions.RevertInput.parse(self._fields(options, "decision_id", "dry_run", *self._SELECTORS))
             render.emit(decisions.decision_revert(data=data, caller=caller).to_json(), options["output"],

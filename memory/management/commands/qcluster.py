@@ -1,4 +1,5 @@
-"""django-q2's `qcluster`, preceded by the bootstrap every writing process runs: migrate, then replay."""
+"""django-q2's `qcluster`, preceded by the bootstrap every writing process runs (migrate, then replay) and by the
+creation of the cluster's recurring schedules (memory.background.schedules)."""
 
 from __future__ import annotations
 
@@ -12,4 +13,7 @@ class Command(ClusterCommand):
         from memory.bootstrap import bootstrap
 
         bootstrap()
+        from memory.background.schedules import ensure_schedules
+
+        ensure_schedules()
         super().handle(*args, **options)

@@ -1,0 +1,51 @@
+"""The cluster's recurring work, as django-q2 schedules (rows of django_q's Schedule table in the same database).
+
+`ensure_schedules` runs when the cluster starts (`compozy serve` starts it, so nothing else needs running). It
+creates each schedule once and afterwards only brings its function and period in line with the code and the
+configuration, leaving its next run alone, so a restart neither skips nor repeats a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.utils import timezone
+
+PRUNE_SCHEDULE = "compozy-decisions-prune"
+
+
+@dataclass(frozen=True)
+class Recurring:
+    name: str
+    func: str
+    schedule_type: str
+    minutes: int | None = None
+
+
+def wanted() -> list[Recurring]:
+    from django_q.models import Schedule
+
+    return [
+        Recurring(PRUNE_SCHEDULE, "memory.background.tasks.prune_decisions", Schedule.DAILY),
+    ]
+
+
+def ensure_schedules() -> list[str]:
+    """Create or update the schedules; returns their names."""
+    from django_q.models import Schedule
+
+    names = []
+    for item in wanted():
+        schedule = Schedule.objects.filter(name=item.name).first()
+        if schedule is None:
+            Schedule.objects.create(name=item.name, func=item.func, schedule_type=item.schedule_type,
+                                    minutes=item.minutes, repeats=-1, next_run=timezone.now())
+        elif (schedule.func, schedule.schedule_type, schedule.minutes) != (item.func, item.schedule_type, item.minutes):
+            changes = {"func": item.func, "schedule_type": item.schedule_type, "minutes": item.minutes}
+            if schedule.minutes != item.minutes and item.minutes:
+                # A shorter period takes effect now rather than after the old, longer one runs out.
+                changes["next_run"] = min(schedule.next_run, timezone.now() + timedelta(minutes=item.minutes))
+            Schedule.objects.filter(pk=schedule.pk).update(**changes)
+        names.append(item.name)
+    return names
