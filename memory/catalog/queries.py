@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from memory.controller.rules import Target
+from memory.domain.catalog_view import Target
 
 from . import fts
 

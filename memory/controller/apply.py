@@ -25,7 +25,8 @@ from memory.store import files
 from memory.store.index_md import HEADER, index_line, render_index, splice_index
 
 from . import faults
-from .log import record_decision_events, stamp_applied
+from .decision_log import stamp_applied
+from .events import decision_events_record
 from .roots import ref_from_row
 
 
@@ -75,7 +76,7 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
     # The event and applied_at commit together; the generation advances with them, after MEMORY.md is written,
     # so a snapshot taken at the new generation always sees the new index.
     with transaction.atomic():
-        record_decision_events([decision])
+        decision_events_record([decision])
         if decision.op in MUTATING_OPS:
             advance_generation()
         faults.hit("before_applied")

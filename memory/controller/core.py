@@ -17,15 +17,21 @@ from memory.catalog.drift import invalid_reason
 from memory.catalog.queries import RootCatalogView
 from memory.domain.document import Document, parse_document, render_document
 from memory.domain.enums import MUTATING_OPS, ControllerMode, Op, Origin
-from memory.domain.errors import DOCUMENT_ERRORS, Conflict, Rejected
+from memory.domain.errors import DOCUMENT_ERRORS, Conflict
 from memory.domain.models import Candidate, Frontmatter, Provenance, format_timestamp, sha256_text, utc_now
 from memory.models import Decision
 from memory.providers.base import get_provider
 from memory.store import files
 
 from .apply import apply_decision
+from .decision_log import (
+    decision_exists,
+    decision_identity,
+    last_decision_id,
+    persist_decision,
+    unapplied_exist,
+)
 from .lock import write_lock
-from .log import decision_exists, decision_identity, last_decision_id, persist_decision, unapplied_exist
 from .reconcile import reconcile_file
 from .roots import ref_from_row, resolve_root
 from .rules import RuleSettings, Verdict, decide
@@ -93,6 +99,8 @@ def replay_unapplied() -> list[str]:
 
 
 def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = False) -> Outcome:
+    """The decision for the candidate, applied unless `dry_run`. A `reject` is returned like any other decision
+    (it is logged and its event recorded); the service layer turns it into the Rejected error."""
     with exclusive(config):
         target = candidate.target_filename or ""
         if target:
@@ -106,34 +114,19 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
                 )
         previous = previous_decision(candidate, root)
         if previous is not None:
-            return _finish(Outcome(previous, applied=False, dry_run=dry_run))
+            return Outcome(previous, applied=False, dry_run=dry_run)
         verdict = decide(candidate, RootCatalogView(candidate.ref.root_key), rule_settings(config))
         decision = build_decision(candidate, verdict, root=root)
         if dry_run:
-            return _finish(Outcome(decision, applied=False, dry_run=True))
+            return Outcome(decision, applied=False, dry_run=True)
         if decision_exists(decision.idempotency_key):
             stored = Decision.objects.get(idempotency_key=decision.idempotency_key)
-            return _finish(Outcome(stored, applied=False, dry_run=False))
+            return Outcome(stored, applied=False, dry_run=False)
         persist_decision(decision)
         document = Document(Frontmatter.model_validate(decision.frontmatter), candidate.body) \
             if decision.op in (Op.ADD, Op.UPDATE) else None
         apply_decision(decision, root=root, document=document)
-        return _finish(Outcome(decision, applied=decision.op in MUTATING_OPS, dry_run=False))
-
-
-def _finish(outcome: Outcome) -> Outcome:
-    if outcome.decision.op == Op.REJECT:
-        from memory.services.views import decision_summary
-
-        summary = decision_summary(outcome.decision)
-        rules = [entry["reason"].removeprefix("rejected by ") for entry in outcome.decision.rule_trace
-                 if not entry["passed"] and entry["name"] == "scan"]
-        raise Rejected(
-            "The memory was rejected by the content scanner: " + ", ".join(rules) + ".",
-            details={"decision": summary, "rules": ",".join(rules).split(",") if rules else [],
-                     "applied": outcome.applied, "dry_run": outcome.dry_run},
-        )
-    return outcome
+        return Outcome(decision, applied=decision.op in MUTATING_OPS, dry_run=False)
 
 
 def previous_decision(candidate: Candidate, root: Path) -> Decision | None:

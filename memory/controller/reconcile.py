@@ -34,7 +34,8 @@ from memory.models import Decision
 from memory.store import files
 
 from .apply import apply_decision, render_memory_index
-from .log import decision_identity, persist_decisions, record_decision_events, stamp_applied
+from .decision_log import decision_identity, persist_decisions, stamp_applied
+from .events import decision_events_record
 
 Progress = Callable[[int, int], None]
 _SIZE = 13  # index of `size` in ENTRY_COLUMNS
@@ -217,7 +218,7 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
     report.rewritten_rows = len(rows)
     render_memory_index(ref.root_key, root)
     if decisions:
-        record_decision_events(decisions)
+        decision_events_record(decisions)
         stamp_applied(decisions)
         report.external_decisions = [decision.id for decision in decisions]
     return report

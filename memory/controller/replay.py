@@ -6,8 +6,8 @@ the lock before each decision (`core.exclusive`), so a long-running process neve
 from __future__ import annotations
 
 from .core import replay_unapplied
+from .decision_log import unapplied_exist
 from .lock import write_lock
-from .log import unapplied_exist
 
 DEFAULT_LOCK_TIMEOUT_MS = 60_000
 

@@ -14,7 +14,7 @@ from memory.store import files
 
 from .apply import apply_decision
 from .core import Outcome, exclusive
-from .log import decision_identity, last_decision_id, persist_decision
+from .decision_log import decision_identity, last_decision_id, persist_decision
 from .roots import ref_from_row, resolve_root
 
 _INVERSE = {Op.ADD: Op.DELETE, Op.UPDATE: Op.UPDATE, Op.DELETE: Op.ADD}

@@ -7,11 +7,12 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
+from memory.domain.catalog_view import CatalogView, Target
 from memory.domain.document import body_fingerprint
 from memory.domain.enums import AUTONOMOUS_ORIGINS, ControllerMode, DecisionSource, Op, RequestKind
 from memory.domain.models import Candidate, sha256_text
@@ -22,25 +23,6 @@ from memory.domain.text import overlap_words
 MIN_SHARED_WORDS = 2
 OVERLAP_POOL = 25
 TIEBREAK_TARGETS = 5
-
-
-@dataclass(frozen=True)
-class Target:
-    filename: str
-    name: str
-    description: str
-    body: str = ""
-    body_key: str = ""
-    shared_words: int = 0
-
-
-class CatalogView(Protocol):
-    """What the rules may know about one memory root."""
-
-    def by_filename(self, filename: str) -> Target | None: ...
-    def by_body_key(self, body_key: str) -> list[Target]: ...
-    def by_entity(self, entity: str, memory_type: str) -> list[Target]: ...
-    def overlapping(self, memory_type: str, words: list[str], limit: int) -> list[Target]: ...
 
 
 @dataclass
@@ -76,6 +58,15 @@ class RuleSettings:
     tiebreaker: Tiebreaker | None
 
 
+REJECTED_BY = "rejected by "
+
+
+def scan_rejections(rule_trace: list[dict[str, Any]]) -> list[str]:
+    """What the failed scan entries of a trace name: each is the comma-joined rule ids of one scan."""
+    return [entry["reason"].removeprefix(REJECTED_BY) for entry in rule_trace
+            if entry["name"] == "scan" and not entry["passed"]]
+
+
 def _trace(verdict_trace: list[dict[str, Any]], name: str, passed: bool, reason: str, target: str | None) -> None:
     verdict_trace.append({"name": name, "passed": passed, "reason": reason, "target": target})
 
@@ -93,7 +84,7 @@ def decide(candidate: Candidate, view: CatalogView, settings: RuleSettings) -> V
         result = scan(front.name, front.description, candidate.body)
         if not result.clean:
             rules = ",".join(result.rejected_rules)
-            _trace(trace, "scan", False, f"rejected by {rules}", None)
+            _trace(trace, "scan", False, REJECTED_BY + rules, None)
             # The filename comes from the name; if the name itself was flagged, the filename is withheld too.
             safe_target = filename if scan(front.name).clean else ""
             return Verdict(Op.REJECT, safe_target, [], trace, f"content rejected: {rules}", 1.0,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from memory.catalog.drift import drift_for_root
 from memory.catalog.indexer import current_generation, mark_derivation_current
 from memory.controller.core import exclusive
-from memory.controller.log import record_event
+from memory.controller.events import event_record
 from memory.controller.reconcile import reindex_root
 from memory.domain.enums import EventOp, Scope
 from memory.models import Decision, Event, Workspace
@@ -104,8 +104,8 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
             done += report.files
             reports.append(ReindexRoot(**report.__dict__))
         mark_derivation_current()
-        record_event(
-            EventOp.WRITE_REINDEX,
+        event_record(
+            op=EventOp.WRITE_REINDEX,
             scope="",
             workspace_id=resolved.workspace_id,
             session_id=caller.session_id or "",

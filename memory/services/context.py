@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import ValidationError as PydanticValidationError
 
 from compozy.config import Config, compozy_home, get_config
-from memory.controller.log import record_event
+from memory.controller.events import event_record
 from memory.domain.enums import AgentTier, EventOp, MemoryType, Origin, Scope
 from memory.domain.errors import ScopeInvalid, ValidationError, WorkspaceRequired
 from memory.domain.models import ScopeRef, translate_pydantic_error, utc_now
@@ -162,8 +162,8 @@ def register_workspace(identity: WorkspaceIdentity) -> None:
     )
     previous = known if known is not None else identity.realpath_at_creation
     if previous != here:
-        record_event(
-            EventOp.WORKSPACE_RELOCATED,
+        event_record(
+            op=EventOp.WORKSPACE_RELOCATED,
             scope=Scope.WORKSPACE.value,
             workspace_id=identity.id,
             actor="resolver",

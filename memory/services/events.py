@@ -1,4 +1,5 @@
-"""The event noun: memory_events read back, as a paged log and as hourly activity by op family."""
+"""The event noun: memory_events read back, as a paged log and as hourly activity by op family; and the events a
+surface records through the services (a provider's tool-name collision)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.db.models import Count
 from django.db.models.functions import Substr
 from pydantic import Field
 
+from memory.controller.events import event_record
 from memory.domain.enums import EventOp
 from memory.domain.models import utc_now
 from memory.models import Event
@@ -138,3 +140,8 @@ def event_activity(*, data: ActivityInput, caller: Caller) -> Activity:
         buckets=[ActivityBucket(hour=iso(hour) or "", counts=counts) for hour, counts in buckets.items()],
         totals=totals,
     )
+
+
+def provider_collision_record(*, tool: str, provider: str) -> None:
+    """A provider tried to register a reserved tool name (memory.provider.collision)."""
+    event_record(op=EventOp.PROVIDER_COLLISION, actor=provider, metadata={"tool": tool, "provider": provider})

@@ -7,7 +7,6 @@ from typing import Literal
 from pydantic import ValidationError as PydanticValidationError
 
 from memory.catalog.indexer import DiskFile, entry_fields
-from memory.controller.core import submit
 from memory.domain.document import Limits, check_body, normalize_body, parse_document, split_frontmatter
 from memory.domain.enums import MemoryType, RequestKind
 from memory.domain.errors import NotFound, ValidationError
@@ -36,6 +35,7 @@ from .views import (
     memory_summary,
     memory_summary_from_fields,
 )
+from .writes import candidate_submit
 
 
 class ListInput(Selector):
@@ -166,7 +166,7 @@ def memory_write(*, data: WriteInput, caller: Caller) -> WriteResult:
         target_filename=memory_filename(memory_type, front.name),
         session_id=caller.session_id,
     )
-    outcome = submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
+    outcome = candidate_submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
     return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
 
 
@@ -206,7 +206,7 @@ def memory_edit(*, data: EditInput, caller: Caller) -> WriteResult:
         ref=ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front, body=body,
         target_filename=filename, named_target=True, session_id=caller.session_id,
     )
-    outcome = submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
+    outcome = candidate_submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
     return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
 
 
@@ -218,5 +218,5 @@ def memory_delete(*, data: DeleteInput, caller: Caller) -> WriteResult:
         ref=ref, origin=caller.origin, kind=RequestKind.DELETE, target_filename=filename, named_target=True,
         session_id=caller.session_id,
     )
-    outcome = submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
+    outcome = candidate_submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
     return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)

@@ -6,7 +6,6 @@ import re
 
 from pydantic import field_validator
 
-from memory.controller.core import submit
 from memory.domain.document import parse_document
 from memory.domain.enums import AgentTier, RequestKind, Scope
 from memory.domain.errors import NotFound, ScopeInvalid, ValidationError
@@ -17,6 +16,7 @@ from memory.store import files
 from .context import Caller, Selector, resolve, resolve_ref
 from .memories import _frontmatter
 from .views import WriteResult, decision_summary
+from .writes import candidate_submit
 
 _SCOPE_SPEC = re.compile(r"^(global|workspace|agent)(?::(workspace|global))?$")
 
@@ -77,6 +77,6 @@ def memory_promote(*, data: PromoteInput, caller: Caller) -> WriteResult:
     candidate = Candidate(ref=target_ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front,
                           body=document.body, target_filename=filename, named_target=True,
                           session_id=caller.session_id)
-    outcome = submit(candidate, root=target_resolved.root(target_ref), config=target_resolved.config,
+    outcome = candidate_submit(candidate, root=target_resolved.root(target_ref), config=target_resolved.config,
                      dry_run=data.dry_run)
     return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memory.controller.core import previous_decision, submit
-from memory.controller.log import record_event
+from memory.controller.core import previous_decision
+from memory.controller.events import event_record
 from memory.domain.document import check_body, normalize_body, parse_document
 from memory.domain.enums import EventOp, MemoryType, Origin, RequestKind, Scope
 from memory.domain.errors import Rejected, ValidationError
@@ -20,6 +20,7 @@ from memory.store import files
 from .context import Caller, Input, Selector, resolve, resolve_ref
 from .memories import DeleteInput, WriteInput, _frontmatter, _limits, memory_delete, memory_write
 from .views import Result, WriteResult, decision_summary
+from .writes import candidate_submit
 
 SUBAGENT_DENIED = "memory_subagent_write_denied"
 
@@ -90,7 +91,7 @@ class NoteInput(Selector):
 
 def _deny_subagent(caller: Caller, data: Selector) -> None:
     if caller.parent_session_id:
-        record_event(EventOp.WRITE_REJECTED, session_id=caller.session_id or "", actor=caller.origin.value,
+        event_record(op=EventOp.WRITE_REJECTED, session_id=caller.session_id or "", actor=caller.origin.value,
                      scope=data.scope.value if data.scope else "",
                      metadata={"reason": SUBAGENT_DENIED, "parent_session_id": caller.parent_session_id})
         raise Rejected("A sub-agent session cannot write memory.", details={"reason": SUBAGENT_DENIED})
@@ -201,7 +202,7 @@ def _batch(data: ProposeInput, selectors: dict[str, Any], caller: Caller) -> Pro
         candidate = Candidate(ref=ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front, body=body,
                               target_filename=filename, named_target=True, session_id=caller.session_id,
                               request_key=request_key)
-    outcome = submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
+    outcome = candidate_submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
     statuses = [
         OperationStatus(index=index, action=operation.action, changed=changed[index],
                         status="applied" if outcome.applied and changed[index] else "not_applied")
@@ -225,7 +226,7 @@ def memory_note(*, data: NoteInput, caller: Caller) -> WriteResult:
                                       scope=ref.scope, agent=ref.agent_name or None, agent_tier=ref.agent_tier)
     candidate = Candidate(ref=ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front, body=body,
                           target_filename=filename, session_id=caller.session_id)
-    outcome = submit(candidate, root=resolved.root(ref), config=resolved.config)
+    outcome = candidate_submit(candidate, root=resolved.root(ref), config=resolved.config)
     return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.db import connection
 from pydantic import Field
 
-from memory.controller.log import best_effort_write, record_event
+from memory.controller.best_effort import best_effort_write
+from memory.controller.events import event_record
 from memory.domain.enums import EventOp
 from memory.domain.errors import ValidationError
 from memory.domain.models import utc_now
@@ -36,13 +37,12 @@ def memory_search(*, data: SearchInput, caller: Caller, record: bool = True) -> 
     top_k = min(top_k, settings.max_top_k)
     refs = visible_refs(data, resolved)
     query = parse_query(data.query)
-    event_fields = {"workspace_id": resolved.workspace_id, "session_id": caller.session_id or "",
-                    "actor": caller.origin.value, "scope": data.scope.value if data.scope else "",
-                    "agent_name": data.agent_name or ""}
     if query.trivial:
         if record:
-            record_event(EventOp.RECALL_SKIPPED, metadata={"reason": "trivial_query", "terms": len(query.terms)},
-                         **event_fields)
+            event_record(op=EventOp.RECALL_SKIPPED, workspace_id=resolved.workspace_id,
+                         session_id=caller.session_id or "", actor=caller.origin.value,
+                         scope=data.scope.value if data.scope else "", agent_name=data.agent_name or "",
+                         metadata={"reason": "trivial_query", "terms": len(query.terms)})
         return SearchResult(results=[], recall=RecallBlock(header=HEADER, blocks=[]), skipped=True)
     now = utc_now()
     outcome = recall(query, refs=refs, config=resolved.config, top_k=top_k, include_system=data.include_system,
@@ -70,7 +70,7 @@ def record_recall(outcome: Recall, query_text: str, caller: Caller, resolved: Re
 
     def write() -> None:
         _update_signals(outcome, now)
-        record_event(EventOp.RECALL_EXECUTED,
+        event_record(op=EventOp.RECALL_EXECUTED,
                      metadata={"result_count": len(outcome.winners), "shadowed_count": len(outcome.shadowed),
                                "top_k": top_k, "terms": len(outcome.query.terms)},
                      workspace_id=resolved.workspace_id, session_id=caller.session_id or "",

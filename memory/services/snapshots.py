@@ -10,7 +10,7 @@ from pydantic import Field
 
 from compozy.config import compozy_home
 from memory.catalog.indexer import current_generation
-from memory.controller.log import best_effort_write
+from memory.controller.best_effort import best_effort_write
 from memory.domain.enums import AgentTier, Scope
 from memory.domain.errors import NotFound, ValidationError
 from memory.domain.models import ScopeRef, canonical_json, sha256_text, utc_now

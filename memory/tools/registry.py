@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.domain.enums import EventOp
 from memory.domain.errors import ProviderCollision
 
 PREFIX = "compozy__memory"
@@ -42,10 +41,9 @@ class ToolRegistry:
 
     def register_provider_tool(self, spec: ToolSpec) -> None:
         if self.reserved(spec.name):
-            from memory.controller.log import record_event
+            from memory.services.events import provider_collision_record
 
-            record_event(EventOp.PROVIDER_COLLISION, actor=spec.provider,
-                         metadata={"tool": spec.name, "provider": spec.provider})
+            provider_collision_record(tool=spec.name, provider=spec.provider)
             raise ProviderCollision(
                 f"Provider {spec.provider!r} cannot register {spec.name!r}: the name is reserved.",
                 details={"tool": spec.name, "provider": spec.provider},

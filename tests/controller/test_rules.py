@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from memory.controller.rules import RuleSettings, Target, decide
+from memory.controller.rules import RuleSettings, decide
+from memory.domain.catalog_view import Target
 from memory.domain.document import body_fingerprint
 from memory.domain.enums import ControllerMode, Op, Origin, RequestKind, Scope
 from memory.domain.models import Candidate, Frontmatter, ScopeRef, sha256_text

@@ -1,0 +1,174 @@
+"""Imports run downward only, between the layers docs/architecture.md names.
+
+The scan reads every module of the product (function-local and TYPE_CHECKING imports included, since they are
+dependencies all the same) and fails on an import from a lower layer into a higher one. Modules of one layer may
+import each other. Every module must belong to a layer, so a new package has to be placed before it can land.
+Allowed exceptions are listed here, each with its reason, as tests/test_single_write_path.py lists its writers.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("compozy", "memory", "inspector")
+
+# Highest first. A module belongs to the layer of its longest matching prefix.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("surfaces", (
+        "memory.management", "memory.api", "memory.tools", "memory.cli", "inspector",
+        # The django-q2 task cluster's entry point: it calls background tasks as a surface calls a service.
+        "memory.background",
+        # Project wiring: settings, URL routing, WSGI, the gunicorn config, the `compozy` console script.
+        "compozy.cli", "compozy.urls", "compozy.wsgi", "compozy.settings", "compozy.gunicorn_conf",
+        "compozy", "memory.apps", "memory",
+    )),
+    # bootstrap (migrate a fresh home, replay unapplied decisions) is the service every process calls first.
+    ("services", ("memory.services", "memory.bootstrap")),
+    ("engines", ("memory.recall", "memory.sessions", "memory.controller")),
+    # What the engines stand on: the derived catalog, the files on disk, the tables (models and their
+    # migrations), the LLM providers behind a protocol, and configuration.
+    ("storage", ("memory.catalog", "memory.store", "memory.models", "memory.migrations", "memory.providers",
+                 "compozy.config")),
+    ("domain", ("memory.domain",)),
+]
+RANK = {name: len(LAYERS) - index for index, (name, _prefixes) in enumerate(LAYERS)}
+
+# (importing module, imported module) -> why the upward import is allowed. Empty: there are none.
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
+
+# A surface parses, calls one service and renders: below the services it may use only the shared shapes and
+# configuration, never the engines or storage directly (an event, say, is recorded through a service).
+SURFACE_MAY_SKIP_TO = ("memory.domain", "compozy.config")
+
+# The domain is pure Python: nothing that needs Django configured.
+FRAMEWORK_ROOTS = {"django", "rest_framework", "drf_spectacular", "django_q", "whitenoise", "gunicorn"}
+
+
+def layer_of(module: str) -> str | None:
+    best: tuple[int, str] | None = None
+    for name, prefixes in LAYERS:
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), name)
+    return best[1] if best else None
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(module: str, source: str, *, is_package: bool = False) -> list[tuple[int, str]]:
+    """(line, imported module) for every import in the source, relative ones resolved."""
+    package = module if is_package else module.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            # `from memory.services import events` imports the module memory.services.events.
+            found.extend((node.lineno, f"{target}.{alias.name}") for alias in node.names)
+    return found
+
+
+def upward_imports(module: str, source: str, *, is_package: bool = False) -> list[str]:
+    own = layer_of(module)
+    found = []
+    for line, imported in imports(module, source, is_package=is_package):
+        if imported.split(".")[0] not in PACKAGES:
+            continue
+        theirs = layer_of(imported)
+        if own is None or theirs is None:
+            continue  # reported by the every-module-has-a-layer test
+        if RANK[theirs] > RANK[own] and not any(
+            module == importer and (imported == target or imported.startswith(target + "."))
+            for importer, target in ALLOWED_UPWARD
+        ):
+            found.append(f"{module}:{line} ({own}) imports {imported} ({theirs})")
+    return found
+
+
+def sources() -> list[Path]:
+    return sorted(p for package in PACKAGES for p in (REPO / package).rglob("*.py"))
+
+
+def test_every_module_belongs_to_a_layer():
+    unplaced = [module_name(path) for path in sources() if layer_of(module_name(path)) is None]
+    assert unplaced == []
+
+
+def test_no_module_imports_from_a_higher_layer():
+    offending = [v for path in sources()
+                 for v in upward_imports(module_name(path), path.read_text(), is_package=path.name == "__init__.py")]
+    assert offending == [], "upward imports:\n" + "\n".join(offending)
+
+
+def test_the_domain_imports_no_django():
+    offending = [f"{module_name(path)}:{line} imports {imported}"
+                 for path in sources() if layer_of(module_name(path)) == "domain"
+                 for line, imported in imports(module_name(path), path.read_text(),
+                                               is_package=path.name == "__init__.py")
+                 if imported.split(".")[0] in FRAMEWORK_ROOTS or layer_of(imported) not in (None, "domain")]
+    assert offending == [], "\n".join(offending)
+
+
+def skipping_imports(module: str, source: str, *, is_package: bool = False) -> list[str]:
+    if layer_of(module) != "surfaces":
+        return []
+    return [f"{module}:{line} imports {imported} ({layer_of(imported)})"
+            for line, imported in imports(module, source, is_package=is_package)
+            if imported.split(".")[0] in PACKAGES and layer_of(imported) not in ("surfaces", "services")
+            and not any(imported == allowed or imported.startswith(allowed + ".") for allowed in SURFACE_MAY_SKIP_TO)]
+
+
+def test_surfaces_reach_the_engines_and_storage_only_through_the_services():
+    offending = [v for path in sources()
+                 for v in skipping_imports(module_name(path), path.read_text(), is_package=path.name == "__init__.py")]
+    assert offending == [], "\n".join(offending)
+
+
+def test_the_skip_scan_would_catch_a_surface_recording_an_event_through_the_controller():
+    probe = "def f():\n    from memory.controller.events import event_record\n"
+    assert skipping_imports("memory.tools.probe", probe) == [
+        "memory.tools.probe:2 imports memory.controller.events.event_record (engines)"]
+    assert skipping_imports("memory.tools.probe", "from memory.services.events import event_list\n") == []
+
+
+def test_every_allowed_exception_is_still_needed():
+    needed = {(module_name(path), target) for path in sources() for (importer, target) in ALLOWED_UPWARD
+              if module_name(path) == importer
+              and any(imported == target or imported.startswith(target + ".")
+                      for _line, imported in imports(importer, path.read_text()))}
+    assert needed == set(ALLOWED_UPWARD)
+
+
+def test_the_scan_would_catch_an_upward_import_even_inside_a_function():
+    probe = (
+        "from __future__ import annotations\n"
+        "from memory.domain.models import ScopeRef\n"  # downward: fine
+        "from .rules import decide\n"  # a peer: fine
+        "def f():\n"
+        "    from memory.services.views import decision_summary\n"  # upward, function-local
+        "    from ..services import context\n"  # upward, relative
+        "    import inspector.views\n"  # upward, plain import
+    )
+    found = upward_imports("memory.controller.probe", probe)
+    assert [entry.split(" imports ")[1] for entry in found] == [
+        "memory.services.views.decision_summary (services)",
+        "memory.services.context (services)",
+        "inspector.views (surfaces)",
+    ]
+
+
+def test_the_domain_scan_would_catch_django():
+    assert [imported for _line, imported in imports("memory.domain.probe", "import django.db\n")] == ["django.db"]
+    assert layer_of("memory.domain.probe") == "domain"
