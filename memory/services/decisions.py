@@ -8,8 +8,8 @@ from django.db.models import Q
 from pydantic import Field
 
 from compozy.config import get_config
+from memory.controller.events import event_record
 from memory.controller.lock import write_lock
-from memory.controller.log import record_event
 from memory.controller.retention import prune_decisions, pruned_record
 from memory.controller.revert import revert_decision
 from memory.domain.enums import EventOp, Op, Origin
@@ -139,7 +139,8 @@ def decision_prune(*, data: PruneInput, caller: Caller, actor: str | None = None
             if not by_workspace:
                 by_workspace[""] = {}  # the run itself is worth a trace, even when nothing was old enough
             for workspace_id, roots in sorted(by_workspace.items()):
-                record_event(EventOp.DECISIONS_PRUNED, workspace_id=workspace_id, actor=actor or caller.origin.value,
+                event_record(op=EventOp.DECISIONS_PRUNED, workspace_id=workspace_id,
+                             actor=actor or caller.origin.value,
                              metadata={"roots": roots, "pruned": sum(roots.values()), "days": days,
                                        "cutoff": iso(report.cutoff)})
     root_keys = sorted(set(report.pruned) | set(report.kept))

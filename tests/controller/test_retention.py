@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from memory.controller.log import persist_decision
+from memory.controller.decision_log import persist_decision
 from memory.domain.enums import EventOp
 from memory.domain.errors import NotFound
 from memory.domain.models import utc_now
