@@ -105,7 +105,8 @@ def _any(signals: tuple[_Signal, ...], scanned: _Text) -> bool:
 
 
 def _line_of(text: str, at: int) -> str:
-    return text[text.rfind("\n", 0, at) + 1 : (text.find("\n", at) + 1 or len(text) + 1) - 1]
+    end = text.find("\n", at)
+    return text[text.rfind("\n", 0, at) + 1 : end if end >= 0 else len(text)]
 
 
 # ----- prompt injection: the agent is told to drop, replace or hide from its instructions ---------------------------
