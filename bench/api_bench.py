@@ -257,7 +257,7 @@ class InProcess:
 
     def __init__(self, workspace: str) -> None:
         from memory.domain.enums import Origin
-        from memory.services.context import Caller
+        from memory.services.inputs import Caller
         from memory.services.memories import ShowInput, memory_show
         from memory.services.recall import SearchInput, memory_search
 
@@ -409,7 +409,8 @@ def run(env: common.Env, args: argparse.Namespace) -> tuple[dict[str, Any], comm
     from memory.domain.models import ScopeRef
     from memory.models import CatalogEntry, Event
     from memory.services.catalog import ReindexInput, catalog_reindex
-    from memory.services.context import Caller, Selector, resolve
+    from memory.services.inputs import Caller, Selector
+    from memory.services.resolution import resolve
 
     workspace = str(env.workspace)
     caller = Caller(origin=Origin.CLI, cwd=None)
@@ -708,7 +709,8 @@ def _writes(env: common.Env, args: argparse.Namespace, server: common.LiveServer
 
     from memory.domain.enums import Origin, Scope
     from memory.domain.models import ScopeRef
-    from memory.services.context import Caller, Selector, resolve
+    from memory.services.inputs import Caller, Selector
+    from memory.services.resolution import resolve
 
     target = env.base / "writes-project"
     (target / ".git").mkdir(parents=True)

@@ -123,8 +123,9 @@ def prefill(env: common.Env, size: int, seed: int) -> dict[str, object]:
     from memory.domain.models import ScopeRef
     from memory.models import CatalogEntry, Decision, Injection
     from memory.services.catalog import ReindexInput, catalog_reindex
-    from memory.services.context import Caller, Selector, resolve
+    from memory.services.inputs import Caller, Selector
     from memory.services.memories import EditInput, memory_edit
+    from memory.services.resolution import resolve
     from memory.services.snapshots import SnapshotInput, snapshot_assemble
 
     caller = Caller(origin=Origin.CLI, cwd=env.workspace)

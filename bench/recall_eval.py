@@ -134,8 +134,9 @@ def run(env: common.Env, data: Path, limit: int | None) -> dict[str, object]:
     from memory.domain.models import Frontmatter, Provenance, ScopeRef, format_timestamp
     from memory.domain.text import STOPWORDS, words
     from memory.services.catalog import ReindexInput, catalog_reindex
-    from memory.services.context import Caller, Selector, resolve
+    from memory.services.inputs import Caller, Selector
     from memory.services.recall import SearchInput, memory_search
+    from memory.services.resolution import resolve
 
     turns, questions = load(data, limit)
     product: list[tuple[str, int | None]] = []

@@ -79,7 +79,8 @@ def run(env: common.Env, count: int, seed: int, profile: str | None, text: str) 
     from memory.domain.models import Frontmatter, ScopeRef
     from memory.models import CatalogEntry, Decision
     from memory.services.catalog import ReindexInput, catalog_reindex
-    from memory.services.context import Caller, Selector, resolve
+    from memory.services.inputs import Caller, Selector
+    from memory.services.resolution import resolve
 
     caller = Caller(origin=Origin.CLI, cwd=env.workspace)
     resolved = resolve(Selector(), caller, create_workspace=True)

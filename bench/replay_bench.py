@@ -60,7 +60,8 @@ def run(env: common.Env, count: int, seed: int, profile: str | None) -> dict[str
     from memory.store import files
 
     caller_cwd = env.workspace
-    from memory.services.context import Caller, Selector, resolve
+    from memory.services.inputs import Caller, Selector
+    from memory.services.resolution import resolve
 
     resolved = resolve(Selector(), Caller(origin=Origin.CLI, cwd=caller_cwd), create_workspace=True)
     ref = ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)

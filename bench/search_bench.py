@@ -255,8 +255,10 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
     from memory.models import CatalogEntry, Event
     from memory.services import recall as recall_service
     from memory.services.catalog import ReindexInput, catalog_reindex
-    from memory.services.context import Caller, Selector, resolve, visible_refs
+    from memory.services.inputs import Caller, Selector
     from memory.services.recall import SearchInput, memory_search
+    from memory.services.resolution import resolve
+    from memory.services.scopes import visible_refs
 
     caller = Caller(origin=Origin.CLI, cwd=env.workspace)
     resolved = resolve(Selector(), caller, create_workspace=True)
@@ -412,7 +414,7 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
 def search_only(home: Path, workspace: Path, size: int, seed: int, count: int, warmup: int) -> dict[str, object]:
     common.attach(home)
     from memory.domain.enums import Origin
-    from memory.services.context import Caller
+    from memory.services.inputs import Caller
     from memory.services.recall import SearchInput, memory_search
 
     rss_at_start = common.peak_rss_mb()

@@ -102,8 +102,9 @@ def worker(env: common.Env, size: int, seed: int, cold: int, cached: int, profil
     from memory.models import CatalogEntry, Snapshot
     from memory.services import snapshots
     from memory.services.catalog import ReindexInput, catalog_reindex
-    from memory.services.context import Caller, Selector, resolve
+    from memory.services.inputs import Caller, Selector
     from memory.services.memories import WriteInput, memory_write
+    from memory.services.resolution import resolve
     from memory.services.snapshots import SnapshotInput, snapshot_assemble
     from memory.sessions.snapshot import CHECKPOINT_FILENAME
 

@@ -211,8 +211,9 @@ def _serve(env: common.Env, size: int, seed: int, warmup: int, profile: str | No
     from memory.domain.models import Frontmatter, ScopeRef
     from memory.models import CatalogEntry, Decision
     from memory.services.catalog import ReindexInput, catalog_reindex
-    from memory.services.context import Caller, Selector, resolve
+    from memory.services.inputs import Caller, Selector
     from memory.services.memories import WriteInput, memory_write
+    from memory.services.resolution import resolve
 
     words = common.Words(seed)
     caller = Caller(origin=Origin.CLI, cwd=env.workspace)

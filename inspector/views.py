@@ -35,7 +35,7 @@ from memory.services import (
     snapshots,
     workspaces,
 )
-from memory.services.context import Caller
+from memory.services.inputs import Caller
 
 from . import rendering, signin
 

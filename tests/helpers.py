@@ -7,7 +7,7 @@ from typing import Any
 
 from memory.domain.enums import Origin
 from memory.services import catalog, decisions, memories
-from memory.services.context import Caller
+from memory.services.inputs import Caller
 
 
 def caller(cwd: Path, origin: Origin = Origin.CLI, session_id: str | None = None) -> Caller:

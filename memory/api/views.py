@@ -12,8 +12,8 @@ from rest_framework.views import APIView
 
 from memory.domain.errors import NotFound, ValidationError
 from memory.services import catalog, decisions, history, memories, promote, propose, recall
-from memory.services import views as v
-from memory.services.context import Caller
+from memory.services import results as v
+from memory.services.inputs import Caller
 
 from .auth import request_origin
 from .schema import documented

@@ -16,8 +16,8 @@ def run_job(job_id: str) -> None:
 def prune_decisions() -> dict:
     """The daily retention pass over the decision log."""
     from memory.domain.enums import Origin
-    from memory.services.context import Caller
     from memory.services.decisions import PruneInput, decision_prune
+    from memory.services.inputs import Caller
 
     result = decision_prune(data=PruneInput(), caller=Caller(origin=Origin.CLI), actor=SCHEDULE_ACTOR)
     return result.to_json()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memory.domain.enums import AgentTier, Scope
-from memory.domain.models import ScopeRef
+from memory.domain.models import ScopeRef, needs_workspace
 from memory.models import Workspace
 from memory.store.roots import root_path
 
@@ -39,8 +39,8 @@ def workspace_directory(workspace_id: str) -> Path | None:
 
 def resolve_root(ref: ScopeRef) -> Path | None:
     """The directory of a root, or None when its workspace is not known on this machine."""
-    needs_workspace = ref.scope is Scope.WORKSPACE or (ref.scope is Scope.AGENT and ref.agent_tier is AgentTier.WORKSPACE)
-    directory = workspace_directory(ref.workspace_id) if needs_workspace else None
-    if needs_workspace and directory is None:
+    in_workspace = needs_workspace(ref.scope, ref.agent_tier)
+    directory = workspace_directory(ref.workspace_id) if in_workspace else None
+    if in_workspace and directory is None:
         return None
     return root_path(ref, directory)

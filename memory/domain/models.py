@@ -99,12 +99,26 @@ class Frontmatter(BaseModel):
             raise ValueError("`agent` and `agent_tier` are only allowed in agent scope")
         return self
 
+    @classmethod
+    def build(cls, **fields: Any) -> Frontmatter:
+        """From keyword fields, None meaning absent; a bad field is the domain's error with its stable code."""
+        try:
+            return cls.model_validate({k: v for k, v in fields.items() if v is not None})
+        except PydanticValidationError as exc:
+            raise translate_pydantic_error(exc) from None
+
     def yaml_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json", exclude_none=True)
         provenance = data.get("provenance")
         if provenance is not None and not provenance.get("source_sessions"):
             provenance.pop("source_sessions", None)
         return data
+
+
+def needs_workspace(scope: Scope, tier: AgentTier | None) -> bool:
+    """Whether a scope lives in a workspace: the workspace scope and the agent scope's workspace tier, which is
+    also the agent scope's default tier."""
+    return scope is Scope.WORKSPACE or (scope is Scope.AGENT and tier is not AgentTier.GLOBAL)
 
 
 class ScopeRef(BaseModel):

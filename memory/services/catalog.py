@@ -13,8 +13,10 @@ from memory.domain.enums import EventOp, Scope
 from memory.models import Decision, Event, Workspace
 from memory.store import files
 
-from .context import Caller, Selector, administered_refs, resolve
-from .views import Health, ReindexResult, ReindexRoot, iso
+from .inputs import Caller, Selector
+from .resolution import resolve
+from .results import Health, ReindexResult, ReindexRoot, iso
+from .root_discovery import administered_refs
 
 
 class HealthInput(Selector):

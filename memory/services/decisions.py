@@ -16,10 +16,10 @@ from memory.domain.enums import EventOp, Op, Origin
 from memory.domain.errors import NotFound, ValidationError
 from memory.models import Decision
 
-from .context import Caller, Input, Selector, administered_refs, resolve, visible_refs
+from .inputs import Caller, Input, Selector
 from .paging import page_of
-from .timefilter import parse_since
-from .views import (
+from .resolution import resolve
+from .results import (
     DecisionList,
     DecisionShow,
     Page,
@@ -30,6 +30,9 @@ from .views import (
     decision_summary,
     iso,
 )
+from .root_discovery import administered_refs
+from .scopes import visible_refs
+from .timefilter import parse_since
 
 
 class DecisionListInput(Selector):

@@ -15,10 +15,11 @@ from memory.domain.enums import EventOp
 from memory.domain.models import utc_now
 from memory.models import Event
 
-from .context import Caller, Input, Selector, resolve
+from .inputs import Caller, Input, Selector
 from .paging import page_of
+from .resolution import resolve
+from .results import Page, Result, iso
 from .timefilter import parse_since
-from .views import Page, Result, iso
 
 # An op's family is its second dotted part (`memory.recall.executed` → recall), except that a rejected write is
 # its own family: operators watch rejections apart from the writes that landed.

@@ -7,10 +7,11 @@ from typing import Literal
 from memory.domain.enums import EventOp
 from memory.models import Event
 
-from .context import Caller, Selector, resolve
+from .inputs import Caller, Selector
 from .paging import normalize_limit
+from .resolution import resolve
+from .results import HistoryItem, HistoryList, iso
 from .timefilter import parse_since
-from .views import HistoryItem, HistoryList, iso
 
 LegacyOperation = Literal["memory.write", "memory.delete", "memory.search", "memory.reindex"]
 

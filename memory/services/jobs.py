@@ -13,8 +13,8 @@ from memory.domain.models import utc_now
 from memory.models import Job
 
 from .catalog import ReindexInput, catalog_reindex
-from .context import Caller, Input
-from .views import Result, iso
+from .inputs import Caller, Input
+from .results import Result, iso
 
 # Progress is written at most this often: a reindex of 10,000 files must not turn into 10,000 commits.
 PROGRESS_INTERVAL_S = 0.25

@@ -4,37 +4,29 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import ValidationError as PydanticValidationError
-
 from memory.catalog.indexer import DiskFile, entry_fields
-from memory.domain.document import Limits, check_body, normalize_body, parse_document, split_frontmatter
+from memory.domain.document import check_body, normalize_body, split_frontmatter
 from memory.domain.enums import MemoryType, RequestKind
-from memory.domain.errors import NotFound, ValidationError
-from memory.domain.models import (
-    Candidate,
-    Frontmatter,
-    ScopeRef,
-    sha256_text,
-    translate_pydantic_error,
-    utc_now,
-)
+from memory.domain.errors import ValidationError
+from memory.domain.models import Candidate, Frontmatter, sha256_text, utc_now
 from memory.domain.names import memory_filename, parse_filename, validate_filename
 from memory.models import CatalogEntry
 from memory.recall.package import staleness_banner
-from memory.store import files
 
-from .context import Caller, Resolved, Selector, resolve, resolve_ref, visible_refs
+from .documents import document_get
+from .inputs import Caller, Selector
 from .paging import page_of
-from .views import (
+from .resolution import resolve
+from .results import (
     MemoryDetail,
     MemoryList,
     MemoryShow,
     Page,
     WriteResult,
-    decision_summary,
     memory_summary,
     memory_summary_from_fields,
 )
+from .scopes import file_ref, resolve_ref, visible_refs, write_needs_workspace
 from .writes import candidate_submit
 
 
@@ -85,42 +77,18 @@ def memory_list(*, data: ListInput, caller: Caller) -> MemoryList:
     return MemoryList(memories=[memory_summary(entry) for entry in entries], page=Page(**page))
 
 
-def target_ref(data: Selector, filename: str, resolved: Resolved) -> ScopeRef:
-    memory_type, _slug = parse_filename(filename)
-    return resolve_ref(data, memory_type, resolved)
-
-
 def memory_show(*, data: ShowInput, caller: Caller) -> MemoryShow:
     filename = validate_filename(data.filename, include_system=data.include_system)
     resolved = resolve(data, caller)
-    ref = target_ref(data, filename, resolved)
+    ref = file_ref(data, filename, resolved)
     root = resolved.root(ref)
-    raw = files.read_bytes(root, filename)
-    if raw is None:
-        raise NotFound(f"No memory {filename} in {ref.label} scope.", details={"filename": filename, "scope": ref.label})
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValidationError(f"{filename} is not valid UTF-8.", details={"filename": filename, "reason": "encoding"}) from None
-    document = parse_document(text)
+    stored = document_get(root, filename, ref)
     stat = (root / filename).stat()
-    disk = DiskFile(filename, text, sha256_text(text), len(raw), stat.st_mtime_ns)
-    fields = entry_fields(ref, disk, document)
+    disk = DiskFile(filename, stored.text, sha256_text(stored.text), stored.size, stat.st_mtime_ns)
+    fields = entry_fields(ref, disk, stored.document)
     banner = staleness_banner(fields["updated_at"], utc_now(), resolved.config.memory.recall.freshness.banner_after_days)
-    return MemoryShow(memory=MemoryDetail(summary=memory_summary_from_fields(fields), content=document.body,
+    return MemoryShow(memory=MemoryDetail(summary=memory_summary_from_fields(fields), content=stored.document.body,
                                           path=str(root / filename), banner=banner))
-
-
-def _limits(resolved: Resolved) -> Limits:
-    file_config = resolved.config.memory.file
-    return Limits(file_config.max_lines, file_config.max_bytes)
-
-
-def _frontmatter(**fields: object) -> Frontmatter:
-    try:
-        return Frontmatter.model_validate({k: v for k, v in fields.items() if v is not None})
-    except PydanticValidationError as exc:
-        raise translate_pydantic_error(exc) from None
 
 
 def memory_write(*, data: WriteInput, caller: Caller) -> WriteResult:
@@ -144,11 +112,11 @@ def memory_write(*, data: WriteInput, caller: Caller) -> WriteResult:
     if data.scope is None and embedded.get("scope") is not None:
         # The embedded block's scope goes through the same input model, so it fails with the same code.
         data = WriteInput.parse({**data.model_dump(exclude_none=True), "scope": embedded["scope"]})
-    resolved = resolve(data, caller, create_workspace=_wants_workspace(data, memory_type))
+    resolved = resolve(data, caller, create_workspace=write_needs_workspace(data, memory_type))
     ref = resolve_ref(data, memory_type, resolved)
     body = normalize_body(body_text)
-    check_body(body, _limits(resolved))
-    front = _frontmatter(
+    check_body(body, resolved.limits)
+    front = Frontmatter.build(
         name=data.name or embedded.get("name"),
         description=data.description or embedded.get("description"),
         type=memory_type,
@@ -166,15 +134,7 @@ def memory_write(*, data: WriteInput, caller: Caller) -> WriteResult:
         target_filename=memory_filename(memory_type, front.name),
         session_id=caller.session_id,
     )
-    outcome = candidate_submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
-    return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
-
-
-def _wants_workspace(data: Selector, memory_type: MemoryType | None) -> bool:
-    from .context import DEFAULT_SCOPE_BY_TYPE, needs_workspace
-
-    scope = data.scope or (DEFAULT_SCOPE_BY_TYPE[memory_type] if memory_type else None)
-    return scope is not None and needs_workspace(scope, data.agent_tier)
+    return candidate_submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
 
 
 def memory_edit(*, data: EditInput, caller: Caller) -> WriteResult:
@@ -185,15 +145,12 @@ def memory_edit(*, data: EditInput, caller: Caller) -> WriteResult:
     resolved = resolve(data, caller)
     ref = resolve_ref(data, memory_type, resolved)
     root = resolved.root(ref)
-    raw = files.read_bytes(root, filename)
-    if raw is None:
-        raise NotFound(f"No memory {filename} in {ref.label} scope.", details={"filename": filename, "scope": ref.label})
-    current = parse_document(raw.decode("utf-8"))
+    current = document_get(root, filename, ref).document
     if data.name is None and data.description is None and data.content is None:
         raise ValidationError("Nothing to change: pass --content, --name or --description.", details={"reason": "empty_edit"})
     body = normalize_body(data.content) if data.content is not None else current.body
-    check_body(body, _limits(resolved))
-    front = _frontmatter(
+    check_body(body, resolved.limits)
+    front = Frontmatter.build(
         name=data.name or current.frontmatter.name,
         description=data.description or current.frontmatter.description,
         type=memory_type,
@@ -206,17 +163,15 @@ def memory_edit(*, data: EditInput, caller: Caller) -> WriteResult:
         ref=ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front, body=body,
         target_filename=filename, named_target=True, session_id=caller.session_id,
     )
-    outcome = candidate_submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
-    return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
+    return candidate_submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
 
 
 def memory_delete(*, data: DeleteInput, caller: Caller) -> WriteResult:
     filename = validate_filename(data.filename)
     resolved = resolve(data, caller)
-    ref = target_ref(data, filename, resolved)
+    ref = file_ref(data, filename, resolved)
     candidate = Candidate(
         ref=ref, origin=caller.origin, kind=RequestKind.DELETE, target_filename=filename, named_target=True,
         session_id=caller.session_id,
     )
-    outcome = candidate_submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
-    return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
+    return candidate_submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)

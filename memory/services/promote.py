@@ -6,16 +6,16 @@ import re
 
 from pydantic import field_validator
 
-from memory.domain.document import parse_document
 from memory.domain.enums import AgentTier, RequestKind, Scope
-from memory.domain.errors import NotFound, ScopeInvalid, ValidationError
-from memory.domain.models import Candidate
+from memory.domain.errors import ScopeInvalid, ValidationError
+from memory.domain.models import Candidate, Frontmatter
 from memory.domain.names import parse_filename, validate_filename
-from memory.store import files
 
-from .context import Caller, Selector, resolve, resolve_ref
-from .memories import _frontmatter
-from .views import WriteResult, decision_summary
+from .documents import document_get
+from .inputs import Caller, Selector
+from .resolution import resolve
+from .results import WriteResult
+from .scopes import resolve_ref
 from .writes import candidate_submit
 
 _SCOPE_SPEC = re.compile(r"^(global|workspace|agent)(?::(workspace|global))?$")
@@ -64,19 +64,14 @@ def memory_promote(*, data: PromoteInput, caller: Caller) -> WriteResult:
                                       "agent_tier": target_tier})
     source_resolved = resolve(source_selector, caller)
     source_ref = resolve_ref(source_selector, memory_type, source_resolved)
-    raw = files.read_bytes(source_resolved.root(source_ref), filename)
-    if raw is None:
-        raise NotFound(f"No memory {filename} in {source_ref.label} scope.",
-                       details={"filename": filename, "scope": source_ref.label})
-    document = parse_document(raw.decode("utf-8"))
+    document = document_get(source_resolved.root(source_ref), filename, source_ref).document
     target_resolved = resolve(target_selector, caller, create_workspace=True)
     target_ref = resolve_ref(target_selector, memory_type, target_resolved)
-    front = _frontmatter(name=document.frontmatter.name, description=document.frontmatter.description,
-                         type=memory_type, scope=target_ref.scope, agent=target_ref.agent_name or None,
-                         agent_tier=target_ref.agent_tier)
+    front = Frontmatter.build(name=document.frontmatter.name, description=document.frontmatter.description,
+                              type=memory_type, scope=target_ref.scope, agent=target_ref.agent_name or None,
+                              agent_tier=target_ref.agent_tier)
     candidate = Candidate(ref=target_ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front,
                           body=document.body, target_filename=filename, named_target=True,
                           session_id=caller.session_id)
-    outcome = candidate_submit(candidate, root=target_resolved.root(target_ref), config=target_resolved.config,
-                     dry_run=data.dry_run)
-    return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
+    return candidate_submit(candidate, root=target_resolved.root(target_ref), config=target_resolved.config,
+                            dry_run=data.dry_run)

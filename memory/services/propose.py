@@ -9,17 +9,19 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memory.controller.core import previous_decision
 from memory.controller.events import event_record
-from memory.domain.document import check_body, normalize_body, parse_document
+from memory.domain.document import check_body, normalize_body
 from memory.domain.enums import EventOp, MemoryType, Origin, RequestKind, Scope
 from memory.domain.errors import Rejected, ValidationError
 from memory.domain.models import Candidate, Frontmatter, canonical_json, sha256_text, utc_now
 from memory.domain.names import ad_hoc_filename, parse_filename, validate_filename
 from memory.domain.scanner import scan
-from memory.store import files
 
-from .context import Caller, Input, Selector, resolve, resolve_ref
-from .memories import DeleteInput, WriteInput, _frontmatter, _limits, memory_delete, memory_write
-from .views import Result, WriteResult, decision_summary
+from .documents import document_find
+from .inputs import Caller, Input, Selector
+from .memories import DeleteInput, WriteInput, memory_delete, memory_write
+from .resolution import resolve
+from .results import Result, WriteResult, decision_summary
+from .scopes import resolve_ref
 from .writes import candidate_submit
 
 SUBAGENT_DENIED = "memory_subagent_write_denied"
@@ -122,10 +124,10 @@ def _fill_from_existing(data: ProposeInput, selectors: dict[str, Any], caller: C
     memory_type, _slug = parse_filename(filename)
     resolved = resolve(Selector.parse(selectors), caller)
     ref = resolve_ref(Selector.parse(selectors), memory_type, resolved)
-    raw = files.read_bytes(resolved.root(ref), filename)
-    if raw is None:
+    stored = document_find(resolved.root(ref), filename)
+    if stored is None:
         return fields
-    current = parse_document(raw.decode("utf-8")).frontmatter
+    current = stored.document.frontmatter
     return {**fields, "type": fields["type"] or current.type, "name": fields["name"] or current.name,
             "description": fields["description"] or current.description}
 
@@ -166,8 +168,8 @@ def _batch(data: ProposeInput, selectors: dict[str, Any], caller: Caller) -> Pro
     resolved = resolve(selector, caller, create_workspace=True)
     ref = resolve_ref(selector, memory_type, resolved)
     root = resolved.root(ref)
-    raw = files.read_bytes(root, filename)
-    current = parse_document(raw.decode("utf-8")) if raw is not None else None
+    stored = document_find(root, filename)
+    current = stored.document if stored is not None else None
     request_key = sha256_text(canonical_json({"filename": filename, "operations": [op.model_dump() for op in
                                                                                    data.operations or []],
                                                "name": data.name, "description": data.description}))
@@ -186,14 +188,14 @@ def _batch(data: ProposeInput, selectors: dict[str, Any], caller: Caller) -> Pro
         raise Rejected("The batch was rejected by the content scanner: " + ", ".join(verdict.rejected_rules) + ".",
                        details={"rules": list(verdict.rejected_rules)})
     if body.strip():
-        check_body(body, _limits(resolved))
+        check_body(body, resolved.limits)
     if current is None and not data.name:
         raise ValidationError("A new document needs name and description.", details={"field": "name"})
     if not body.strip():
         candidate = Candidate(ref=ref, origin=caller.origin, kind=RequestKind.DELETE, target_filename=filename,
                               named_target=True, session_id=caller.session_id, request_key=request_key)
     else:
-        front = _frontmatter(
+        front = Frontmatter.build(
             name=data.name or (current.frontmatter.name if current else slug),
             description=data.description or (current.frontmatter.description if current else ""),
             type=memory_type, scope=ref.scope, agent=ref.agent_name or None, agent_tier=ref.agent_tier,
@@ -202,14 +204,13 @@ def _batch(data: ProposeInput, selectors: dict[str, Any], caller: Caller) -> Pro
         candidate = Candidate(ref=ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front, body=body,
                               target_filename=filename, named_target=True, session_id=caller.session_id,
                               request_key=request_key)
-    outcome = candidate_submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
+    result = candidate_submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
     statuses = [
         OperationStatus(index=index, action=operation.action, changed=changed[index],
-                        status="applied" if outcome.applied and changed[index] else "not_applied")
+                        status="applied" if result.applied and changed[index] else "not_applied")
         for index, operation in enumerate(data.operations or [])
     ]
-    return ProposeResult(decision=decision_summary(outcome.decision), applied=outcome.applied,
-                         dry_run=outcome.dry_run, operations=statuses)
+    return ProposeResult(**result.to_json(), operations=statuses)
 
 
 def memory_note(*, data: NoteInput, caller: Caller) -> WriteResult:
@@ -220,14 +221,13 @@ def memory_note(*, data: NoteInput, caller: Caller) -> WriteResult:
     resolved = resolve(selector, caller, create_workspace=True)
     ref = resolve_ref(selector, data.type, resolved)
     body = normalize_body(data.content)
-    check_body(body, _limits(resolved))
+    check_body(body, resolved.limits)
     filename = "_system/ad_hoc/" + ad_hoc_filename(utc_now(), data.title)
-    front: Frontmatter = _frontmatter(name=data.title, description=f"Ad-hoc note: {data.title}", type=data.type,
-                                      scope=ref.scope, agent=ref.agent_name or None, agent_tier=ref.agent_tier)
+    front = Frontmatter.build(name=data.title, description=f"Ad-hoc note: {data.title}", type=data.type,
+                              scope=ref.scope, agent=ref.agent_name or None, agent_tier=ref.agent_tier)
     candidate = Candidate(ref=ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front, body=body,
                           target_filename=filename, session_id=caller.session_id)
-    outcome = candidate_submit(candidate, root=resolved.root(ref), config=resolved.config)
-    return WriteResult(decision=decision_summary(outcome.decision), applied=outcome.applied, dry_run=outcome.dry_run)
+    return candidate_submit(candidate, root=resolved.root(ref), config=resolved.config)
 
 
 __all__ = ["memory_propose", "memory_note", "ProposeInput", "NoteInput", "Input", "Origin", "Scope"]

@@ -14,8 +14,10 @@ from memory.recall.package import HEADER, block, recall_section_text, staleness_
 from memory.recall.pipeline import Candidate, Recall, recall
 from memory.recall.query import parse_query
 
-from .context import Caller, Resolved, Selector, resolve, visible_refs
-from .views import RecallBlock, SearchHit, SearchResult, WhyRecalled, memory_summary_from_fields
+from .inputs import Caller, Selector
+from .resolution import Resolved, resolve
+from .results import RecallBlock, SearchHit, SearchResult, WhyRecalled, memory_summary_from_fields
+from .scopes import visible_refs
 
 # EMA of the recall score: 0.8 of the old value plus 0.2 of the new.
 SIGNAL_DECAY = 0.8

@@ -13,18 +13,19 @@ from memory.catalog.indexer import current_generation
 from memory.controller.best_effort import best_effort_write
 from memory.domain.enums import AgentTier, Scope
 from memory.domain.errors import NotFound, ValidationError
-from memory.domain.models import ScopeRef, canonical_json, sha256_text, utc_now
+from memory.domain.models import ScopeRef, canonical_json, needs_workspace, sha256_text, utc_now
 from memory.domain.names import validate_filename
 from memory.models import Injection, SessionSnapshot, Snapshot
 from memory.recall.pipeline import recall
 from memory.recall.query import parse_query
 from memory.sessions import snapshot as assembly
 
-from .context import Caller, Resolved, Selector, needs_workspace, resolve, visible_refs
-from .memories import target_ref
+from .inputs import Caller, Selector
 from .paging import normalize_limit
 from .recall import record_recall
-from .views import Result, iso
+from .resolution import Resolved, resolve
+from .results import Result, iso
+from .scopes import file_ref, visible_refs
 
 # Assemblies keep being retried while a concurrent write moves the generation under them.
 MAX_ATTEMPTS = 5
@@ -236,7 +237,7 @@ def _in_workspace(injection: Injection) -> bool:
 def snapshot_usage(*, data: SnapshotUsageInput, caller: Caller) -> SnapshotUsage:
     """Which sessions of this workspace had one memory placed in their snapshot, newest first."""
     resolved = resolve(data, caller)
-    ref = target_ref(data, validate_filename(data.filename, include_system=True), resolved)
+    ref = file_ref(data, validate_filename(data.filename, include_system=True), resolved)
     sessions_here = SessionSnapshot.objects.filter(workspace_id=resolved.workspace_id).values("session_id")
     rows = (Injection.objects.filter(root_key=ref.root_key, filename=data.filename, session_id__in=sessions_here)
             .order_by("-created_at", "-id")[: normalize_limit(data.limit)])

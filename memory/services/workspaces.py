@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from memory.models import Workspace
 
-from .context import Caller, Input
-from .views import Result, iso
+from .inputs import Caller, Input
+from .results import Result, iso
 
 
 class WorkspaceListInput(Input):

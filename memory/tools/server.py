@@ -14,7 +14,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from memory.domain.enums import Origin
 from memory.domain.errors import CompozyError
 from memory.services import catalog, decisions, history, memories, promote, propose, recall
-from memory.services.context import Caller
+from memory.services.inputs import Caller
 
 from .registry import ToolRegistry, ToolSpec
 

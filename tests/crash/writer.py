@@ -90,7 +90,7 @@ def main() -> None:
     bootstrap()
 
     from memory.domain.enums import Origin
-    from memory.services.context import Caller
+    from memory.services.inputs import Caller
     from memory.services.memories import WriteInput, memory_write
 
     writes = json.loads(args.spec) if args.spec else generated_writes(args)

@@ -10,7 +10,8 @@ from typing import Any
 from memory.domain.models import utc_now
 from memory.models import Event
 from memory.services import recall, snapshots
-from memory.services.context import Selector, resolve
+from memory.services.inputs import Selector
+from memory.services.resolution import resolve
 from tests import helpers as h
 
 

@@ -7,7 +7,7 @@ import pytest
 from memory.domain.enums import Origin
 from memory.domain.errors import NotFound, ScopeInvalid, ValidationError
 from memory.services import promote
-from memory.services.context import Caller
+from memory.services.inputs import Caller
 from tests import helpers as h
 
 pytestmark = pytest.mark.django_db

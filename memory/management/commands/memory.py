@@ -19,7 +19,7 @@ from memory.domain.document import decode_utf8
 from memory.domain.enums import Origin
 from memory.domain.errors import CompozyError, ValidationError
 from memory.services import catalog, decisions, history, memories, promote, recall, snapshots
-from memory.services.context import Caller
+from memory.services.inputs import Caller
 
 VERBS_HELP = """verbs:
   write       write a memory through the controller

@@ -1,0 +1,41 @@
+"""The one selector for a memory file: read it from its root, decode it, parse it. Every service that starts
+from the file on disk (show, edit, promote, propose) reads it here, so a missing file, bad bytes and a broken
+document fail the same way everywhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from memory.domain.document import Document, parse_document
+from memory.domain.errors import NotFound, ValidationError
+from memory.domain.models import ScopeRef
+from memory.store import files
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    text: str
+    size: int  # bytes on disk
+    document: Document
+
+
+def document_find(root: Path, filename: str) -> StoredDocument | None:
+    """The parsed file, or None when there is none. Bytes that are not UTF-8 are a ValidationError (reason
+    `encoding`); a file that is not a valid memory document raises the parser's error."""
+    raw = files.read_bytes(root, filename)
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError(f"{filename} is not valid UTF-8.", details={"filename": filename, "reason": "encoding"}) from None
+    return StoredDocument(text, len(raw), parse_document(text))
+
+
+def document_get(root: Path, filename: str, ref: ScopeRef) -> StoredDocument:
+    """As document_find; a missing file is NotFound in the ref's scope."""
+    found = document_find(root, filename)
+    if found is None:
+        raise NotFound(f"No memory {filename} in {ref.label} scope.", details={"filename": filename, "scope": ref.label})
+    return found

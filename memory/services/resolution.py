@@ -1,0 +1,135 @@
+"""Where a call runs: the caller's workspace (from --workspace, a path, or the current directory; created on a
+workspace write when allowed), registered with its current path, and the configuration that applies there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from compozy.config import Config, compozy_home, get_config
+from memory.controller.events import event_record
+from memory.domain.document import Limits
+from memory.domain.enums import EventOp, Scope
+from memory.domain.errors import WorkspaceRequired
+from memory.domain.models import ScopeRef, utc_now
+from memory.models import Workspace
+from memory.store import roots as store_roots
+from memory.store.workspace import (
+    WorkspaceIdentity,
+    create_identity,
+    default_workspace_dir,
+    find_workspace_dir,
+    is_ulid,
+    read_identity,
+)
+
+from .inputs import Caller, Selector
+
+
+@dataclass(frozen=True)
+class Resolved:
+    workspace: WorkspaceIdentity | None
+    config: Config
+
+    @property
+    def workspace_id(self) -> str:
+        return self.workspace.id if self.workspace else ""
+
+    @property
+    def event_workspace_ids(self) -> list[str]:
+        """Events visible here: the global ones (no workspace) and this workspace's; never another's."""
+        return ["", self.workspace_id] if self.workspace_id else [""]
+
+    @property
+    def workspace_dir(self) -> Path | None:
+        return self.workspace.directory if self.workspace else None
+
+    @property
+    def limits(self) -> Limits:
+        """The size limits a memory body is held to here."""
+        return Limits(self.config.memory.file.max_lines, self.config.memory.file.max_bytes)
+
+    def root(self, ref: ScopeRef) -> Path:
+        return store_roots.root_path(ref, self.workspace_dir)
+
+
+def resolve(selector: Selector, caller: Caller, *, create_workspace: bool = False) -> Resolved:
+    workspace = resolve_workspace(selector.workspace, caller, create=create_workspace)
+    config = get_config(workspace.directory if workspace else None)
+    return Resolved(workspace, config)
+
+
+def _auto_create() -> bool:
+    return get_config(None).memory.workspace.auto_create
+
+
+def resolve_workspace(spec: str | None, caller: Caller, *, create: bool) -> WorkspaceIdentity | None:
+    identity: WorkspaceIdentity | None = None
+    if spec:
+        if is_ulid(spec):
+            path = Workspace.objects.filter(id=spec).values_list("path", flat=True).first()
+            if path is None or not (Path(path) / ".compozy" / "workspace.toml").is_file():
+                raise WorkspaceRequired(
+                    f"Workspace {spec} is not known on this machine. Pass its path instead.",
+                    details={"workspace": spec, "reason": "unknown_workspace"},
+                )
+            identity = read_identity(Path(path))
+            if identity.id != spec:
+                raise WorkspaceRequired(
+                    f"The directory last seen for workspace {spec} now holds workspace {identity.id}.",
+                    details={"workspace": spec, "reason": "workspace_mismatch"},
+                )
+        else:
+            path = Path(spec).expanduser()
+            if not path.is_absolute() and caller.cwd is not None:
+                path = caller.cwd / path
+            if not path.is_dir():
+                raise WorkspaceRequired(
+                    f"--workspace {spec} is neither a known workspace id nor a directory.",
+                    details={"workspace": spec, "reason": "not_a_directory"},
+                )
+            found = find_workspace_dir(path)
+            if found is not None:
+                identity = read_identity(found)
+            elif create and _auto_create():
+                identity = create_identity(path)
+    elif caller.cwd is not None:
+        found = find_workspace_dir(caller.cwd)
+        if found is not None:
+            identity = read_identity(found)
+        elif create and _auto_create():
+            identity = create_identity(default_workspace_dir(caller.cwd))
+    if identity is not None:
+        register_workspace(identity)
+    return identity
+
+
+_registered: set[tuple[str, str, str]] = set()
+
+
+def register_workspace(identity: WorkspaceIdentity) -> None:
+    """Remember where a workspace lives now. A move keeps its memory (the ULID is the key) and is recorded."""
+    here = str(identity.directory.resolve())
+    seen = (str(compozy_home()), identity.id, here)
+    if seen in _registered:
+        return  # this process already recorded the workspace at this path
+    known = Workspace.objects.filter(id=identity.id).values_list("path", flat=True).first()
+    if known == here:
+        _registered.add(seen)
+        return
+    now = utc_now()
+    Workspace.objects.update_or_create(
+        id=identity.id,
+        defaults={"path": here, "realpath_at_creation": identity.realpath_at_creation, "last_seen_at": now},
+        create_defaults={"path": here, "realpath_at_creation": identity.realpath_at_creation,
+                         "created_at": now, "last_seen_at": now},
+    )
+    previous = known if known is not None else identity.realpath_at_creation
+    if previous != here:
+        event_record(
+            op=EventOp.WORKSPACE_RELOCATED,
+            scope=Scope.WORKSPACE.value,
+            workspace_id=identity.id,
+            actor="resolver",
+            metadata={"from": previous, "to": here, "realpath_at_creation": identity.realpath_at_creation},
+        )

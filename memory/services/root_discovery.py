@@ -1,0 +1,50 @@
+"""Root discovery: the roots an operator command (health, reindex, decisions) covers. That is global, every
+agent's global tier, and this workspace with its agents' workspace tiers; other workspaces stay out. An agent is
+found from its directory on disk or from the catalog (its files may have vanished since)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.db.models import QuerySet
+
+from memory.domain.enums import AgentTier, Scope
+from memory.domain.errors import ScopeInvalid
+from memory.domain.models import ScopeRef
+from memory.domain.names import validate_agent_name
+from memory.models import CatalogEntry
+from memory.store import roots as store_roots
+
+from .resolution import Resolved
+
+
+def administered_refs(resolved: Resolved) -> list[ScopeRef]:
+    refs = [ScopeRef(scope=Scope.GLOBAL)]
+    # A key range instead of startswith: SQLite serves a range from the index, a LIKE scans every row.
+    agent_rows = CatalogEntry.objects.filter(root_key__gte="agent:", root_key__lt="agent;")
+    for agent in _agent_names(store_roots.agents_home(), agent_rows.filter(root_key__endswith=":global")):
+        refs.append(ScopeRef(scope=Scope.AGENT, agent_name=agent, agent_tier=AgentTier.GLOBAL))
+    workspace = resolved.workspace
+    if workspace is not None:
+        refs.append(ScopeRef(scope=Scope.WORKSPACE, workspace_id=workspace.id))
+        rows = agent_rows.filter(root_key__endswith=f":workspace:{workspace.id}")
+        for agent in _agent_names(workspace.directory / ".compozy" / "agents", rows):
+            refs.append(ScopeRef(scope=Scope.AGENT, agent_name=agent, agent_tier=AgentTier.WORKSPACE,
+                                 workspace_id=workspace.id))
+    return refs
+
+
+def _agent_names(agents_dir: Path, rows: QuerySet[CatalogEntry]) -> list[str]:
+    """Agents with a memory directory under `agents_dir` or catalog rows among `rows`, sorted; a name that is
+    not a valid agent name (a stray directory) is skipped."""
+    names = {p.name for p in agents_dir.iterdir() if (p / "memory").is_dir()} if agents_dir.is_dir() else set()
+    names |= {key.split(":")[1] for key in rows.values_list("root_key", flat=True).distinct()}
+    return [name for name in sorted(names) if _is_agent_name(name)]
+
+
+def _is_agent_name(name: str) -> bool:
+    try:
+        validate_agent_name(name)
+    except ScopeInvalid:
+        return False
+    return True

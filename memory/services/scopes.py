@@ -1,0 +1,84 @@
+"""Scope rules: which root a call writes or reads (explicit selectors, else the memory type's conservative
+default, never the agent scope), and the roots a read may see."""
+
+from __future__ import annotations
+
+from memory.domain.enums import AgentTier, MemoryType, Scope
+from memory.domain.errors import ScopeInvalid, WorkspaceRequired
+from memory.domain.models import ScopeRef, needs_workspace
+from memory.domain.names import parse_filename, validate_agent_name
+
+from .inputs import Selector
+from .resolution import Resolved
+
+DEFAULT_SCOPE_BY_TYPE = {
+    MemoryType.USER: Scope.GLOBAL,
+    MemoryType.FEEDBACK: Scope.GLOBAL,
+    MemoryType.PROJECT: Scope.WORKSPACE,
+    MemoryType.REFERENCE: Scope.WORKSPACE,
+}
+
+
+def write_needs_workspace(selector: Selector, memory_type: MemoryType | None) -> bool:
+    """Whether a write of this type with these selectors lands in a workspace (so one may be created for it)."""
+    scope = selector.scope or (DEFAULT_SCOPE_BY_TYPE[memory_type] if memory_type else None)
+    return scope is not None and needs_workspace(scope, selector.agent_tier)
+
+
+def resolve_ref(selector: Selector, memory_type: MemoryType | None, resolved: Resolved) -> ScopeRef:
+    """One root, from explicit selectors or the type's conservative default (never the agent scope)."""
+    scope = selector.scope
+    if scope is None:
+        if selector.agent_name or selector.agent_tier:
+            raise ScopeInvalid("--agent and --agent-tier need --scope agent.", details={"reason": "agent_without_scope"})
+        if memory_type is None:
+            raise ScopeInvalid("Pass --scope: it cannot be inferred here.", details={"reason": "scope_required"})
+        scope = DEFAULT_SCOPE_BY_TYPE[memory_type]
+    tier: AgentTier | None = None
+    agent = ""
+    if scope is Scope.AGENT:
+        if not selector.agent_name:
+            raise ScopeInvalid("Agent scope needs --agent <name>.", details={"field": "agent_name", "reason": "agent_required"})
+        agent = validate_agent_name(selector.agent_name)
+        tier = selector.agent_tier or AgentTier.WORKSPACE
+    elif selector.agent_name or selector.agent_tier:
+        raise ScopeInvalid(
+            "--agent and --agent-tier are only allowed with --scope agent.",
+            details={"reason": "agent_outside_agent_scope"},
+        )
+    workspace_id = ""
+    if needs_workspace(scope, tier):
+        if resolved.workspace is None:
+            raise WorkspaceRequired(
+                "This scope needs a workspace: run inside one, set COMPOZY_WORKSPACE, or pass --workspace.",
+                details={"scope": scope.value, "reason": "no_workspace"},
+            )
+        workspace_id = resolved.workspace.id
+    return ScopeRef(scope=scope, workspace_id=workspace_id, agent_name=agent, agent_tier=tier)
+
+
+def file_ref(selector: Selector, filename: str, resolved: Resolved) -> ScopeRef:
+    """The root of a named file: the selectors, else the default scope of the type its name carries."""
+    memory_type, _slug = parse_filename(filename)
+    return resolve_ref(selector, memory_type, resolved)
+
+
+def visible_refs(selector: Selector, resolved: Resolved) -> list[ScopeRef]:
+    """The roots a read may see: global, this workspace, this agent's global tier and its tier here."""
+    if selector.scope is not None:
+        return [resolve_ref(selector, None, resolved)]
+    if selector.agent_tier and not selector.agent_name:
+        raise ScopeInvalid("--agent-tier needs --agent.", details={"reason": "tier_without_agent"})
+    refs = [ScopeRef(scope=Scope.GLOBAL)]
+    ws = resolved.workspace_id
+    if ws:
+        refs.append(ScopeRef(scope=Scope.WORKSPACE, workspace_id=ws))
+    if selector.agent_name:
+        agent = validate_agent_name(selector.agent_name)
+        tiers = [selector.agent_tier] if selector.agent_tier else [AgentTier.GLOBAL, AgentTier.WORKSPACE]
+        for tier in tiers:
+            if tier is AgentTier.WORKSPACE and not ws:
+                continue
+            refs.append(ScopeRef(scope=Scope.AGENT, agent_name=agent, agent_tier=tier,
+                                 workspace_id=ws if tier is AgentTier.WORKSPACE else ""))
+    return refs
