@@ -59,3 +59,23 @@ def test_promote_on_the_cli(cli):
     assert result.code == 0, result.stdout
     assert result.json["decision"]["scope"] == "global"
     assert (cli.home / "memory" / "project_cli_promote.md").is_file()
+
+
+def test_a_memory_file_that_is_not_utf8_is_refused_alike_by_show_edit_and_promote(home, workspace_dir):
+    """One selector reads every memory file: bad bytes are the same validation error wherever they are met,
+    never a crash, and the file is left as it was."""
+    h.write(workspace_dir, name="Deploy Path", content="Deploys go through the signed artifact path.")
+    path = workspace_dir / ".compozy" / "memory" / "project_deploy_path.md"
+    path.write_bytes(path.read_bytes().replace(b"signed", b"sign\xe9d"))
+    before = path.read_bytes()
+    attempts = [
+        lambda: h.show(workspace_dir, filename="project_deploy_path.md"),
+        lambda: h.edit(workspace_dir, filename="project_deploy_path.md", content="Deploys are signed."),
+        lambda: run(workspace_dir, filename="project_deploy_path.md", from_scope="workspace", to_scope="global"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ValidationError) as error:
+            attempt()
+        assert error.value.details == {"filename": "project_deploy_path.md", "reason": "encoding"}
+    assert path.read_bytes() == before
+    assert not (home / "memory" / "project_deploy_path.md").exists()
