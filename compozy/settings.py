@@ -135,10 +135,18 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
+def _product_version() -> str:
+    from compozy.cli import version
+
+    return version()
+
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "Compozy Memory API",
     "DESCRIPTION": "Durable, auditable memory for AI coding agents. Bodies are the documents the CLI prints with -o json.",
-    "VERSION": "0.1.0",
+    "VERSION": _product_version(),
+    # 3.1: its schemas are JSON Schema 2020-12, the dialect pydantic writes (`{"type": "null"}` and all).
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "memory.api.schema.add_components"],
 }

@@ -117,12 +117,12 @@ def _render_attempt(request: HttpRequest, template: str, context: dict[str, Any]
 
 
 def _listing(request: HttpRequest, template: str, fields: tuple[str, ...], service: Callable[..., Any],
-             input_model: Any) -> HttpResponse:
+             input_model: Any, fixed: dict[str, Any] | None = None) -> HttpResponse:
     """A paged, filtered list over one service; the filters stay in the page links, the cursor does not."""
     chosen = _fields(request.GET, *fields)
     context = {"chosen": chosen, "filters": {k: v for k, v in chosen.items() if k != "cursor"}, **_choices()}
     return _render_attempt(request, template, context, lambda: {
-        "result": service(data=input_model.parse(chosen), caller=CALLER).to_json()})
+        "result": service(data=input_model.parse({**chosen, **(fixed or {})}), caller=CALLER).to_json()})
 
 
 # --- sign-in -------------------------------------------------------------------------------------------------
@@ -186,7 +186,7 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
 @page
 def memory_list(request: HttpRequest) -> HttpResponse:
     return _listing(request, "inspector/memory_list.html", (*SELECTORS, "type", "sort", "cursor", "limit"),
-                    memories.memory_list, memories.ListInput)
+                    memories.memory_list, memories.ListInput, fixed={"detail": True})
 
 
 @page

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -34,8 +35,9 @@ def _json(value: Any, *, indent: int | None = None) -> str:
     return UNPRINTABLE.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
 
 
-def emit(document: dict[str, Any], output: str, human: Callable[[dict[str, Any]], str], *,
-         items_key: str | None = None, out: TextIO | None = None) -> None:
+def emit(document: dict[str, Any], output: str, human: Callable[..., str], *,
+         items_key: str | None = None, out: TextIO | None = None, verbose: int = 0) -> None:
+    """`human` may take `verbose` (how many -v were given) to say more."""
     out = out or sys.stdout
     if output == "json":
         out.write(_json(document, indent=2) + "\n")
@@ -48,11 +50,18 @@ def emit(document: dict[str, Any], output: str, human: Callable[[dict[str, Any]]
     else:
         # Human views print memory text (names, bodies, reasons); a file placed by hand may carry ESC, NUL or a
         # bidi override that the scanner would have refused, so every human view is made visible here, once.
-        text = escape_control_characters(human(document))
+        text = human(document, verbose=verbose) if "verbose" in inspect.signature(human).parameters else human(document)
+        text = escape_control_characters(text)
         out.write(text + ("" if text.endswith("\n") else "\n"))
 
 
-def emit_error(error: dict[str, Any], output: str) -> None:
+def human_json(document: dict[str, Any]) -> str:
+    """For a verb without a human view of its own."""
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def emit_error(error: dict[str, Any], output: str, flags: dict[str, str] | None = None) -> None:
+    """Messages name fields, as on every surface; the CLI adds the flag that sets the field."""
     if output in ("json", "jsonl"):
         sys.stdout.write(_json(error, indent=2 if output == "json" else None) + "\n")
         return
@@ -66,7 +75,9 @@ def emit_error(error: dict[str, Any], output: str) -> None:
         lines.append(f"  decision: {decision['id']}")
     for key in ("field", "key", "file", "filename", "reason"):
         if key in details and details[key] not in (None, ""):
-            lines.append(f"  {key}: {details[key]}")
+            flag = (flags or {}).get(str(details[key])) if key == "field" else None
+            hint = f" ({flag})" if flag and flag != details[key] else ""
+            lines.append(f"  {key}: {details[key]}{hint}")
     sys.stderr.write(escape_control_characters("\n".join(lines)) + "\n")
 
 
@@ -74,23 +85,28 @@ def emit_error(error: dict[str, Any], output: str) -> None:
 
 
 def _scope_label(item: dict[str, Any]) -> str:
+    """`agent:<name>:<tier>` with only the parts that are known (never `agent:None:None`)."""
     if item.get("scope") == "agent":
-        return f"agent:{item.get('agent_name')}:{item.get('agent_tier')}"
+        return ":".join(["agent", *(str(part) for part in (item.get("agent_name"), item.get("agent_tier")) if part)])
     return item.get("scope") or "-"
 
 
-def human_write(document: dict[str, Any]) -> str:
+def human_write(document: dict[str, Any], verbose: int = 0) -> str:
+    """One line: op, file, decision id (and where, and whether it landed); the rule trace with -v."""
     decision = document["decision"]
     status = "dry run, nothing written" if document.get("dry_run") else (
-        "applied" if document.get("applied") else "not applied (nothing changed)")
-    lines = [
-        f"{decision['op']}  {decision['target_filename'] or '-'}  [{_scope_label(decision)}]  {status}",
-        f"decision {decision['id']}: {decision['reason']}",
+        "applied" if document.get("applied") else "not applied")
+    line = (f"{decision['op']}  {decision['target_filename'] or '-'}  {decision['id']}  "
+            f"[{_scope_label(decision)}]  {status}")
+    if not verbose:
+        return line
+    return "\n".join([
+        line,
+        f"reason: {decision['reason']}",
         "",
         table([(e["name"], "pass" if e["passed"] else "-", e["reason"], e.get("target"))
                for e in decision["rule_trace"]], ["rule", "hit", "reason", "target"], max_width=70),
-    ]
-    return "\n".join(lines)
+    ])
 
 
 def human_revert(document: dict[str, Any]) -> str:
@@ -165,7 +181,11 @@ def human_decision(document: dict[str, Any]) -> str:
 def human_history(document: dict[str, Any]) -> str:
     rows = [((h["ts"] or "")[:19].replace("T", " "), h["operation"], h["filename"], _scope_label(h), h["actor"])
             for h in document["history"]]
-    return table(rows, ["time", "operation", "file", "scope", "actor"]) if rows else "No history."
+    if not rows:
+        return "No history."
+    page = document.get("page") or {}
+    footer = f"; next page: --cursor {page['next_cursor']}" if page.get("has_more") else ""
+    return table(rows, ["time", "operation", "file", "scope", "actor"]) + (f"\n{len(rows)} shown{footer}" if footer else "")
 
 
 def human_health(document: dict[str, Any]) -> str:
@@ -206,7 +226,7 @@ def human_reindex(document: dict[str, Any]) -> str:
 
 def human_search(document: dict[str, Any]) -> str:
     if document.get("skipped"):
-        return "Query skipped: it needs at least two meaningful words."
+        return "Query skipped: it has no meaningful word (only stopwords or one-letter words)."
     if not document["results"]:
         return "No memories matched."
     rows = []
@@ -234,3 +254,7 @@ def human_prune(document: dict[str, Any]) -> str:
             f"(before {document['cutoff'][:19].replace('T', ' ')}); kept {document['kept']} that existing files need")
     rows = [(r["root_key"], r["pruned"], r["kept"]) for r in document["roots"]]
     return head if not rows else head + "\n" + table(rows, ["root", "pruned", "kept"], max_width=70)
+
+
+def human_snapshot(document: dict[str, Any]) -> str:
+    return document["text"].rstrip("\n")

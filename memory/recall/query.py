@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from memory.catalog.fts import quote_term
 from memory.domain.text import meaningful_words
 
-MIN_MEANINGFUL_TERMS = 2
+# One meaningful word is a query ("docs"); only text with none at all (stopwords, one-letter words) is skipped.
+MIN_MEANINGFUL_TERMS = 1
 MAX_TERMS = 24
 
 # Longest first. A suffix is stripped only when at least three letters remain.

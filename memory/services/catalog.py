@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pydantic import Field
+
 from memory.catalog.drift import drift_for_root
 from memory.catalog.indexer import current_generation, mark_derivation_current
 from memory.controller.core import exclusive
@@ -24,7 +26,8 @@ class HealthInput(Selector):
 
 
 class ReindexInput(Selector):
-    rebuild: bool = False
+    rebuild: bool = Field(default=False, description=(
+        "Drop and re-insert every catalog row instead of writing only the rows that differ."))
 
 
 def health_get(*, data: HealthInput, caller: Caller) -> Health:

@@ -17,7 +17,7 @@ from memory.domain.errors import NotFound, ValidationError
 from memory.models import Decision
 
 from .inputs import Caller, Input, Selector
-from .paging import page_of
+from .paging import cursor_field, limit_field, page_of
 from .resolution import resolve
 from .results import (
     DecisionList,
@@ -32,24 +32,27 @@ from .results import (
 )
 from .root_discovery import administered_refs
 from .scopes import visible_refs
-from .timefilter import parse_since
+from .timefilter import SINCE, parse_since
 
 
 class DecisionListInput(Selector):
-    filename: str | None = None
-    op: Op | None = None
-    origin: Origin | None = None
-    since: str | None = None
-    cursor: str | None = None
-    limit: int | None = None
+    filename: str | None = Field(default=None, description="Only decisions about this file.")
+    op: Op | None = Field(default=None, description=(
+        "Only decisions with this outcome: add, update, delete, noop (nothing changed) or reject."))
+    origin: Origin | None = Field(default=None, description=(
+        "Only decisions requested through this origin: cli, http, uds, tool (an agent), extractor, dreaming, "
+        "file (a hand edit found on disk) or provider."))
+    since: str | None = Field(default=None, description=SINCE)
+    cursor: str | None = cursor_field()
+    limit: int | None = limit_field()
 
 
 class DecisionIdInput(Selector):
-    decision_id: str
+    decision_id: str = Field(description="The decision id: dec_ followed by 24 hex characters.")
 
 
 class RevertInput(DecisionIdInput):
-    dry_run: bool = False
+    dry_run: bool = Field(default=False, description="Decide the revert without applying it.")
 
 
 class PruneInput(Input):

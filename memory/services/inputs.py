@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from memory.domain.enums import AgentTier, Origin, Scope
@@ -28,11 +28,23 @@ class Input(BaseModel):
 
 
 class Selector(Input):
-    scope: Scope | None = None
-    agent_name: str | None = None
-    agent_tier: AgentTier | None = None
-    workspace: str | None = None
-    include_system: bool = False
+    """Which memory roots a call addresses. Every surface offers these fields under the same names (the CLI
+    spells `agent_name` as `--agent`), with the same choices and the same help."""
+
+    scope: Scope | None = Field(default=None, description=(
+        "The scope: global, workspace or agent. Omitted on a read: every visible scope. Omitted on a write: the "
+        "memory type picks it, project and reference going to the workspace, and user and feedback to global "
+        "for an operator, to the agent's workspace tier for an agent (an agent never writes global by default)."))
+    agent_name: str | None = Field(default=None, description=(
+        "The agent's name. Needed with scope agent; on a read without a scope it adds that agent's two tiers."))
+    agent_tier: AgentTier | None = Field(default=None, description=(
+        "The agent tier, with scope agent: workspace (this workspace only, the default) or global (every "
+        "workspace)."))
+    workspace: str | None = Field(default=None, description=(
+        "The workspace, as its ULID or a directory inside it. Default: the caller's own workspace."))
+    include_system: bool = Field(default=False, description=(
+        "Include machine-managed _system/ artifacts (ad-hoc notes, dreaming and extractor output), which are "
+        "left out by default."))
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from memory.catalog.indexer import DiskFile, entry_fields
 from memory.domain.document import check_body, normalize_body, split_frontmatter
 from memory.domain.enums import MemoryType, RequestKind
@@ -15,7 +17,7 @@ from memory.recall.package import staleness_banner
 
 from .documents import document_get
 from .inputs import Caller, Selector
-from .paging import page_of
+from .paging import cursor_field, limit_field, page_of
 from .resolution import resolve
 from .results import (
     MemoryDetail,
@@ -23,43 +25,57 @@ from .results import (
     MemoryShow,
     Page,
     WriteResult,
+    memory_brief,
     memory_summary,
     memory_summary_from_fields,
 )
 from .scopes import file_ref, resolve_ref, visible_refs, write_needs_workspace
 from .writes import candidate_submit
 
+FILENAME = "The memory's file name as listed, such as project_release_process.md."
+DRY_RUN = "Decide without writing: the decision is returned and nothing changes."
+TYPE = ("The memory type: user (preferences, working style), feedback (corrections and review guidance), project "
+        "(decisions and facts of this codebase) or reference (runbooks, links, external facts).")
+
 
 class ListInput(Selector):
-    type: MemoryType | None = None
-    sort: Literal["recent", "name"] = "recent"
-    cursor: str | None = None
-    limit: int | None = None
+    type: MemoryType | None = Field(default=None, description=(
+        "Only memories of this type: user, feedback, project or reference."))
+    sort: Literal["recent", "name"] = Field(default="recent", description=(
+        "Order: recent (last updated first, the default) or name (alphabetical)."))
+    cursor: str | None = cursor_field()
+    limit: int | None = limit_field()
+    detail: bool = Field(default=False, description=(
+        "Give each item in full (workspace_id, created_at, size, content_hash, is_system) rather than only "
+        "filename, name, description, type, scope, agent_name, agent_tier and updated_at."))
 
 
 class ShowInput(Selector):
-    filename: str
+    filename: str = Field(description=FILENAME)
 
 
 class WriteInput(Selector):
-    type: MemoryType | None = None
-    name: str | None = None
-    description: str | None = None
-    content: str
-    dry_run: bool = False
+    type: MemoryType | None = Field(default=None, description=TYPE + " Required unless the content's own "
+                                    "frontmatter gives it.")
+    name: str | None = Field(default=None, description=(
+        "A short title; the file name is derived from it (<type>_<slug>.md)."))
+    description: str | None = Field(default=None, description=(
+        "One line saying what the memory holds; it is what the MEMORY.md index shows."))
+    content: str = Field(description="The Markdown body (it may start with a frontmatter block).")
+    dry_run: bool = Field(default=False, description=DRY_RUN)
 
 
 class EditInput(Selector):
-    filename: str
-    name: str | None = None
-    description: str | None = None
-    content: str | None = None
-    dry_run: bool = False
+    filename: str = Field(description=FILENAME)
+    name: str | None = Field(default=None, description="A new title (the file name stays).")
+    description: str | None = Field(default=None, description="A new one-line description.")
+    content: str | None = Field(default=None, description="A new Markdown body, replacing the old one.")
+    dry_run: bool = Field(default=False, description=DRY_RUN)
 
 
 class DeleteInput(Selector):
-    filename: str
-    dry_run: bool = False
+    filename: str = Field(description=FILENAME)
+    dry_run: bool = Field(default=False, description=DRY_RUN)
 
 
 def memory_list(*, data: ListInput, caller: Caller) -> MemoryList:
@@ -72,9 +88,11 @@ def memory_list(*, data: ListInput, caller: Caller) -> MemoryList:
         queryset = queryset.filter(type=data.type.value)
     ordering = ("-updated_at", "filename", "root_key") if data.sort == "recent" else ("name", "filename", "root_key")
     binding = {"roots": sorted(ref.root_key for ref in refs), "type": data.type, "sort": data.sort,
-               "system": data.include_system}
+               "system": data.include_system}  # detail changes only the items' width, not the page
     entries, page = page_of(queryset.order_by(*ordering), cursor=data.cursor, limit=data.limit, binding=binding)
-    return MemoryList(memories=[memory_summary(entry) for entry in entries], page=Page(**page))
+    summaries = [memory_summary(entry) for entry in entries]
+    items = summaries if data.detail else [memory_brief(summary) for summary in summaries]
+    return MemoryList(memories=items, page=Page(**page))
 
 
 def memory_show(*, data: ShowInput, caller: Caller) -> MemoryShow:
@@ -101,7 +119,7 @@ def memory_write(*, data: WriteInput, caller: Caller) -> WriteResult:
         raise ValidationError(f"Unknown frontmatter key: {key!r}.", details={"field": key, "reason": "unknown_key"})
     memory_type = data.type or embedded.get("type")
     if memory_type is None:
-        raise ValidationError("--type is required: user, feedback, project or reference.", details={"field": "type"})
+        raise ValidationError("type is required: user, feedback, project or reference.", details={"field": "type"})
     try:
         memory_type = MemoryType(memory_type)
     except ValueError:
@@ -147,7 +165,8 @@ def memory_edit(*, data: EditInput, caller: Caller) -> WriteResult:
     root = resolved.root(ref)
     current = document_get(root, filename, ref).document
     if data.name is None and data.description is None and data.content is None:
-        raise ValidationError("Nothing to change: pass --content, --name or --description.", details={"reason": "empty_edit"})
+        raise ValidationError("Nothing to change: give content, name or description.",
+                              details={"field": "content", "reason": "empty_edit"})
     body = normalize_body(data.content) if data.content is not None else current.body
     check_body(body, resolved.limits)
     front = Frontmatter.build(

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
-from pydantic import field_validator
+from pydantic import Field
 
 from memory.domain.enums import AgentTier, RequestKind, Scope
 from memory.domain.errors import ScopeInvalid, ValidationError
@@ -18,55 +16,47 @@ from .results import WriteResult
 from .scopes import resolve_ref
 from .writes import candidate_submit
 
-_SCOPE_SPEC = re.compile(r"^(global|workspace|agent)(?::(workspace|global))?$")
-
-
-def parse_scope_spec(spec: str) -> tuple[Scope, AgentTier | None]:
-    """`global`, `workspace`, `agent` (workspace tier) or `agent:<tier>`."""
-    match = _SCOPE_SPEC.match(spec or "")
-    if not match:
-        raise ScopeInvalid(f"{spec!r} is not a scope: use global, workspace, agent or agent:<workspace|global>.",
-                           details={"field": "scope", "value": spec})
-    scope = Scope(match.group(1))
-    if match.group(2) and scope is not Scope.AGENT:
-        raise ScopeInvalid("Only the agent scope has tiers.", details={"field": "scope", "value": spec})
-    tier = AgentTier(match.group(2)) if match.group(2) else (AgentTier.WORKSPACE if scope is Scope.AGENT else None)
-    return scope, tier
-
 
 class PromoteInput(Selector):
-    filename: str
-    from_scope: str
-    to_scope: str
-    dry_run: bool = False
+    """The memory is found with the usual selectors (scope, agent_name, agent_tier, workspace), exactly as `show`
+    finds it; the to_* fields say where the copy goes, with the same choices."""
 
-    @field_validator("from_scope", "to_scope")
-    @classmethod
-    def _spec(cls, value: str) -> str:
-        parse_scope_spec(value)
-        return value
+    filename: str = Field(description="The memory's file name as listed, such as project_release_process.md.")
+    to_scope: Scope = Field(description="The scope to copy the memory into: global, workspace or agent.")
+    to_agent_name: str | None = Field(default=None, description=(
+        "The agent to copy it to, with to_scope agent. Default: agent_name."))
+    to_agent_tier: AgentTier | None = Field(default=None, description=(
+        "The agent tier to copy it to, with to_scope agent: workspace (the default) or global."))
+    dry_run: bool = Field(default=False, description="Decide without writing: the decision is returned and "
+                          "nothing changes.")
 
 
 def memory_promote(*, data: PromoteInput, caller: Caller) -> WriteResult:
     filename = validate_filename(data.filename)
     memory_type, _slug = parse_filename(filename)
     if memory_type is None:
-        raise ValidationError("Ad-hoc notes cannot be promoted.", details={"filename": filename})
-    source_scope, source_tier = parse_scope_spec(data.from_scope)
-    target_scope, target_tier = parse_scope_spec(data.to_scope)
-    if (source_scope, source_tier) == (target_scope, target_tier):
-        raise ValidationError("--from and --to name the same scope.", details={"reason": "same_scope"})
-    base = {"workspace": data.workspace}
-    agent = {"agent_name": data.agent_name} if data.agent_name else {}
-    source_selector = Selector.parse({**base, "scope": source_scope, **(agent if source_scope is Scope.AGENT else {}),
-                                      "agent_tier": source_tier})
-    target_selector = Selector.parse({**base, "scope": target_scope, **(agent if target_scope is Scope.AGENT else {}),
-                                      "agent_tier": target_tier})
+        raise ValidationError("Ad-hoc notes cannot be promoted.", details={"field": "filename", "filename": filename})
+    source_selector = Selector.parse(data.model_dump(include={"scope", "agent_name", "agent_tier", "workspace"},
+                                                    exclude_none=True))
+    target_fields: dict[str, object] = {"workspace": data.workspace, "scope": data.to_scope}
+    if data.to_scope is Scope.AGENT:
+        if not (data.to_agent_name or data.agent_name):
+            raise ScopeInvalid("to_scope agent needs to_agent_name (or agent_name).",
+                               details={"field": "to_agent_name", "reason": "agent_required"})
+        target_fields |= {"agent_name": data.to_agent_name or data.agent_name,
+                          "agent_tier": data.to_agent_tier or AgentTier.WORKSPACE}
+    elif data.to_agent_name or data.to_agent_tier:
+        raise ScopeInvalid("to_agent_name and to_agent_tier are only allowed with to_scope agent.",
+                           details={"field": "to_scope", "reason": "agent_outside_agent_scope"})
+    target_selector = Selector.parse(target_fields)
     source_resolved = resolve(source_selector, caller)
     source_ref = resolve_ref(source_selector, memory_type, source_resolved)
     document = document_get(source_resolved.root(source_ref), filename, source_ref).document
     target_resolved = resolve(target_selector, caller, create_workspace=True)
     target_ref = resolve_ref(target_selector, memory_type, target_resolved)
+    if target_ref.root_key == source_ref.root_key:
+        raise ValidationError("The memory is already in that scope: to_scope names the scope it is in.",
+                              details={"field": "to_scope", "reason": "same_scope"})
     front = Frontmatter.build(name=document.frontmatter.name, description=document.frontmatter.description,
                               type=memory_type, scope=target_ref.scope, agent=target_ref.agent_name or None,
                               agent_tier=target_ref.agent_tier)

@@ -20,7 +20,7 @@ from .documents import document_find
 from .inputs import Caller, Input, Selector
 from .memories import DeleteInput, WriteInput, memory_delete, memory_write
 from .resolution import resolve
-from .results import Result, WriteResult, decision_summary
+from .results import DecisionSummary, Result, WriteResult, decision_summary
 from .scopes import resolve_ref
 from .writes import candidate_submit
 
@@ -28,11 +28,16 @@ SUBAGENT_DENIED = "memory_subagent_write_denied"
 
 
 class Operation(BaseModel):
+    """One body operation of an atomic batch."""
+
     model_config = ConfigDict(extra="forbid")
 
-    action: Literal["add", "replace", "remove"]
-    content: str | None = None
-    old_text: str | None = None
+    action: Literal["add", "replace", "remove"] = Field(description=(
+        "add: append content as a new block (needs content, forbids old_text); replace: replace old_text with "
+        "content; remove: delete old_text (forbids content). old_text must occur exactly once in the body."))
+    content: str | None = Field(default=None, description="The Markdown to add, or to put in place of old_text.")
+    old_text: str | None = Field(default=None, description=(
+        "The exact text to replace or remove; it must occur exactly once in the current body."))
 
     @model_validator(mode="after")
     def _shape(self) -> Operation:
@@ -46,21 +51,42 @@ class Operation(BaseModel):
 
 
 class ProposeInput(Selector):
-    operation: Literal["add", "update", "delete"] | None = None
-    filename: str | None = None
-    type: MemoryType | None = None
-    name: str | None = None
-    description: str | None = None
-    content: str | None = None
-    operations: list[Operation] | None = Field(default=None, min_length=1, max_length=100)
-    dry_run: bool = False
+    operation: Literal["add", "update", "delete", "batch"] = Field(description=(
+        "What to do. add: a new memory (type, name, description, content). update: new content for a memory "
+        "(filename, or the same name and type). delete: remove a memory (filename). batch: apply operations to "
+        "the one document named by filename, atomically (operation may be left out when operations is given)."))
+    filename: str | None = Field(default=None, description=(
+        "The document to change, as listed (such as project_release_process.md). Needed for delete and for a "
+        "batch of operations."))
+    type: MemoryType | None = Field(default=None, description=(
+        "The memory type: user (the user's preferences and working style), feedback (corrections and review "
+        "guidance), project (decisions and facts of this codebase) or reference (runbooks, links, external "
+        "facts). Needed for add."))
+    name: str | None = Field(default=None, description=(
+        "A short title; the file name is derived from it. Needed for add and for a batch creating a document."))
+    description: str | None = Field(default=None, description=(
+        "One line saying what the memory holds, shown in the MEMORY.md index. Needed for add."))
+    content: str | None = Field(default=None, description="The Markdown body, for add and update.")
+    operations: list[Operation] | None = Field(default=None, min_length=1, max_length=100, description=(
+        "An atomic batch of body operations on the one document named by filename, run in order; all land "
+        "together as one decision or none does. Cannot be combined with operation or content."))
+    dry_run: bool = Field(default=False, description="Decide without writing: the decision is returned and "
+                          "nothing changes.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _batch_by_default(cls, data: Any) -> Any:
+        # The spec's batch payload has operations and no operation.
+        if isinstance(data, dict) and data.get("operation") is None and data.get("operations") is not None:
+            return {**data, "operation": "batch"}
+        return data
 
     @model_validator(mode="after")
     def _not_mixed(self) -> ProposeInput:
-        if self.operations is not None and (self.operation is not None or self.content is not None):
-            raise ValueError("operations cannot be mixed with operation or content")
-        if self.operations is None and self.operation is None:
-            raise ValueError("give either operation (add, update, delete) or operations")
+        if self.operations is not None and (self.operation != "batch" or self.content is not None):
+            raise ValueError("operations cannot be mixed with operation add, update or delete, or with content")
+        if self.operation == "batch" and self.operations is None:
+            raise ValueError("operation batch needs operations")
         return self
 
 
@@ -72,7 +98,7 @@ class OperationStatus(Result):
 
 
 class ProposeResult(Result):
-    decision: dict[str, Any]
+    decision: DecisionSummary
     applied: bool
     dry_run: bool
     operations: list[OperationStatus] | None = None
@@ -86,9 +112,10 @@ class ProposeResult(Result):
 
 
 class NoteInput(Selector):
-    title: str = Field(min_length=1, max_length=200)
-    content: str
-    type: MemoryType = MemoryType.PROJECT
+    title: str = Field(min_length=1, max_length=200, description="A short title for the note.")
+    content: str = Field(description="The note, in Markdown.")
+    type: MemoryType = Field(default=MemoryType.PROJECT, description=(
+        "The memory type the note is about: user, feedback, project (the default) or reference."))
 
 
 def _deny_subagent(caller: Caller, data: Selector) -> None:

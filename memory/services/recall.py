@@ -24,8 +24,11 @@ SIGNAL_DECAY = 0.8
 
 
 class SearchInput(Selector):
-    query: str = Field(max_length=4000)
-    top_k: int | None = None
+    query: str = Field(max_length=4000, description=(
+        "A question or task in natural language (or a single word). A query with no meaningful word at all "
+        "(only stopwords or one-letter words) is skipped: the result says skipped: true."))
+    top_k: int | None = Field(default=None, ge=1, description=(
+        "How many memories to return: default 5 (memory.recall.top_k), at most 20 (a larger value is lowered)."))
 
 
 def memory_search(*, data: SearchInput, caller: Caller, record: bool = True) -> SearchResult:
@@ -35,7 +38,7 @@ def memory_search(*, data: SearchInput, caller: Caller, record: bool = True) -> 
     settings = resolved.config.memory.recall
     top_k = settings.top_k if data.top_k is None else data.top_k
     if top_k < 1:
-        raise ValidationError("--top-k must be at least 1.", details={"field": "top_k", "reason": "range"})
+        raise ValidationError("top_k must be at least 1.", details={"field": "top_k", "reason": "range"})
     top_k = min(top_k, settings.max_top_k)
     refs = visible_refs(data, resolved)
     query = parse_query(data.query)
@@ -45,7 +48,8 @@ def memory_search(*, data: SearchInput, caller: Caller, record: bool = True) -> 
                          session_id=caller.session_id or "", actor=caller.origin.value,
                          scope=data.scope.value if data.scope else "", agent_name=data.agent_name or "",
                          metadata={"reason": "trivial_query", "terms": len(query.terms)})
-        return SearchResult(results=[], recall=RecallBlock(header=HEADER, blocks=[]), skipped=True)
+        return SearchResult(results=[], recall=RecallBlock(header=HEADER, blocks=[]), skipped=True,
+                            skip_reason="no_meaningful_words")
     now = utc_now()
     outcome = recall(query, refs=refs, config=resolved.config, top_k=top_k, include_system=data.include_system,
                      now=now)
@@ -54,7 +58,8 @@ def memory_search(*, data: SearchInput, caller: Caller, record: bool = True) -> 
             for candidate in _ordered(outcome)]
     blocks = [block(c, staleness_banner(c.updated_at, now, banner_days)) for c in outcome.winners]
     if record:
-        record_recall(outcome, data.query, caller, resolved, now, top_k=top_k, scope=data.scope)
+        record_recall(outcome, data.query, caller, resolved, now, top_k=top_k, scope=data.scope,
+                      agent_name=data.agent_name or "", agent_tier=data.agent_tier or "")
     return SearchResult(results=hits, recall=RecallBlock(header=HEADER, blocks=blocks), skipped=False)
 
 
@@ -64,7 +69,7 @@ def recall_prompt_text(recall_block: RecallBlock) -> str:
 
 
 def record_recall(outcome: Recall, query_text: str, caller: Caller, resolved: Resolved, now, *,  # noqa: ANN001
-                  top_k: int, scope: object = None) -> None:
+                  top_k: int, scope: object = None, agent_name: str = "", agent_tier: str = "") -> None:
     """The signals of the entries returned and the executed event, in one transaction after the answer.
 
     Best effort: when another process holds the database's write lock (a long reindex, say), waiting for it
@@ -76,7 +81,10 @@ def record_recall(outcome: Recall, query_text: str, caller: Caller, resolved: Re
                      metadata={"result_count": len(outcome.winners), "shadowed_count": len(outcome.shadowed),
                                "top_k": top_k, "terms": len(outcome.query.terms)},
                      workspace_id=resolved.workspace_id, session_id=caller.session_id or "",
-                     actor=caller.origin.value, scope=getattr(scope, "value", "") or "")
+                     actor=caller.origin.value, scope=getattr(scope, "value", "") or "",
+                     # With scope agent, the event names the agent and tier, so history can say whose.
+                     agent_name=agent_name if getattr(scope, "value", "") == "agent" else "",
+                     agent_tier=(agent_tier or "workspace") if getattr(scope, "value", "") == "agent" else "")
 
     best_effort_write(write, what="recall signals and event")
 

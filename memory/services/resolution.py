@@ -70,7 +70,7 @@ def resolve_workspace(spec: str | None, caller: Caller, *, create: bool) -> Work
             path = Workspace.objects.filter(id=spec).values_list("path", flat=True).first()
             if path is None or not (Path(path) / ".compozy" / "workspace.toml").is_file():
                 raise WorkspaceRequired(
-                    f"Workspace {spec} is not known on this machine. Pass its path instead.",
+                    f"Workspace {spec} is not known on this machine: give its path as workspace instead.",
                     details={"workspace": spec, "reason": "unknown_workspace"},
                 )
             identity = read_identity(Path(path))
@@ -85,7 +85,7 @@ def resolve_workspace(spec: str | None, caller: Caller, *, create: bool) -> Work
                 path = caller.cwd / path
             if not path.is_dir():
                 raise WorkspaceRequired(
-                    f"--workspace {spec} is neither a known workspace id nor a directory.",
+                    f"workspace {spec!r} is neither a known workspace id nor a directory.",
                     details={"workspace": spec, "reason": "not_a_directory"},
                 )
             found = find_workspace_dir(path)

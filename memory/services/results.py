@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -26,7 +26,10 @@ class Result(BaseModel):
         return self.model_dump(mode="json")
 
 
-class MemorySummary(Result):
+class MemoryBrief(Result):
+    """What a list item carries by default: enough to choose a memory and show it, small enough that a page of
+    fifty fits an agent's context."""
+
     filename: str
     name: str
     description: str
@@ -34,12 +37,22 @@ class MemorySummary(Result):
     scope: str
     agent_name: str | None
     agent_tier: str | None
+    updated_at: str | None
+
+
+class MemorySummary(MemoryBrief):
     workspace_id: str | None
     created_at: str | None
-    updated_at: str | None
     size: int
     content_hash: str
     is_system: bool
+
+
+BRIEF_FIELDS = set(MemoryBrief.model_fields)
+
+
+def memory_brief(summary: MemorySummary) -> MemoryBrief:
+    return MemoryBrief(**summary.model_dump(include=BRIEF_FIELDS))
 
 
 def memory_summary_from_fields(fields: dict[str, Any]) -> MemorySummary:
@@ -72,7 +85,8 @@ class Page(Result):
 
 
 class MemoryList(Result):
-    memories: list[MemorySummary]
+    # Brief items unless the caller asked for detail.
+    memories: list[MemorySummary] | list[MemoryBrief]
     page: Page
 
 
@@ -192,6 +206,7 @@ class HistoryItem(Result):
 
 class HistoryList(Result):
     history: list[HistoryItem]
+    page: Page
 
 
 class ReindexRoot(Result):
@@ -260,7 +275,9 @@ class RecallBlock(Result):
 class SearchResult(Result):
     results: list[SearchHit]
     recall: RecallBlock
+    # A query with no meaningful word is not run: skipped is true and skip_reason says why.
     skipped: bool
+    skip_reason: Literal["no_meaningful_words"] | None = None
 
 
 class PruneRoot(Result):

@@ -19,6 +19,16 @@ DEFAULT_SCOPE_BY_TYPE = {
 }
 
 
+def agent_write_selector(memory_type: str | None, agent_name: str | None) -> dict[str, str]:
+    """Where an agent's write goes when it names no scope. Never global, which is the operators' own: project and
+    reference memories go to the workspace, user and feedback memories to the agent's workspace tier (to the
+    workspace when the agent has no name)."""
+    personal = memory_type in (MemoryType.USER.value, MemoryType.FEEDBACK.value)
+    if personal and agent_name:
+        return {"scope": Scope.AGENT.value, "agent_name": agent_name, "agent_tier": AgentTier.WORKSPACE.value}
+    return {"scope": Scope.WORKSPACE.value}
+
+
 def write_needs_workspace(selector: Selector, memory_type: MemoryType | None) -> bool:
     """Whether a write of this type with these selectors lands in a workspace (so one may be created for it)."""
     scope = selector.scope or (DEFAULT_SCOPE_BY_TYPE[memory_type] if memory_type else None)
@@ -30,28 +40,30 @@ def resolve_ref(selector: Selector, memory_type: MemoryType | None, resolved: Re
     scope = selector.scope
     if scope is None:
         if selector.agent_name or selector.agent_tier:
-            raise ScopeInvalid("--agent and --agent-tier need --scope agent.", details={"reason": "agent_without_scope"})
+            raise ScopeInvalid("agent_name and agent_tier need scope agent.",
+                              details={"field": "scope", "reason": "agent_without_scope"})
         if memory_type is None:
-            raise ScopeInvalid("Pass --scope: it cannot be inferred here.", details={"reason": "scope_required"})
+            raise ScopeInvalid("scope is required here: it cannot be inferred.",
+                              details={"field": "scope", "reason": "scope_required"})
         scope = DEFAULT_SCOPE_BY_TYPE[memory_type]
     tier: AgentTier | None = None
     agent = ""
     if scope is Scope.AGENT:
         if not selector.agent_name:
-            raise ScopeInvalid("Agent scope needs --agent <name>.", details={"field": "agent_name", "reason": "agent_required"})
+            raise ScopeInvalid("Scope agent needs agent_name.", details={"field": "agent_name", "reason": "agent_required"})
         agent = validate_agent_name(selector.agent_name)
         tier = selector.agent_tier or AgentTier.WORKSPACE
     elif selector.agent_name or selector.agent_tier:
         raise ScopeInvalid(
-            "--agent and --agent-tier are only allowed with --scope agent.",
-            details={"reason": "agent_outside_agent_scope"},
+            "agent_name and agent_tier are only allowed with scope agent.",
+            details={"field": "scope", "reason": "agent_outside_agent_scope"},
         )
     workspace_id = ""
     if needs_workspace(scope, tier):
         if resolved.workspace is None:
             raise WorkspaceRequired(
-                "This scope needs a workspace: run inside one, set COMPOZY_WORKSPACE, or pass --workspace.",
-                details={"scope": scope.value, "reason": "no_workspace"},
+                f"Scope {scope.value} needs a workspace, and none was given or found: set workspace.",
+                details={"field": "workspace", "scope": scope.value, "reason": "no_workspace"},
             )
         workspace_id = resolved.workspace.id
     return ScopeRef(scope=scope, workspace_id=workspace_id, agent_name=agent, agent_tier=tier)
@@ -68,7 +80,7 @@ def visible_refs(selector: Selector, resolved: Resolved) -> list[ScopeRef]:
     if selector.scope is not None:
         return [resolve_ref(selector, None, resolved)]
     if selector.agent_tier and not selector.agent_name:
-        raise ScopeInvalid("--agent-tier needs --agent.", details={"reason": "tier_without_agent"})
+        raise ScopeInvalid("agent_tier needs agent_name.", details={"field": "agent_name", "reason": "tier_without_agent"})
     refs = [ScopeRef(scope=Scope.GLOBAL)]
     ws = resolved.workspace_id
     if ws:

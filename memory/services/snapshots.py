@@ -33,13 +33,17 @@ _memo: dict[tuple[str, str, int], tuple[int, str, str, list[dict[str, Any]]]] = 
 
 
 class SnapshotInput(Selector):
-    session_id: str | None = Field(default=None, max_length=128)
-    parent_session_id: str | None = Field(default=None, max_length=128)
-    query: str | None = Field(default=None, max_length=4000)
+    session_id: str | None = Field(default=None, max_length=128, description=(
+        "The session the snapshot is for: its first snapshot is recorded and every later call returns those same "
+        "bytes."))
+    parent_session_id: str | None = Field(default=None, max_length=128, description=(
+        "For a sub-agent: the parent session, whose snapshot is returned unchanged."))
+    query: str | None = Field(default=None, max_length=4000, description=(
+        "The session's task or question: adds a block of the memories recalled for it."))
 
 
 class SnapshotLogInput(Selector):
-    session_id: str = Field(max_length=128)
+    session_id: str = Field(max_length=128, description="The session whose injected memories to list.")
 
 
 class SnapshotResult(Result):
@@ -62,8 +66,8 @@ class SnapshotLog(Result):
 
 
 class SnapshotUsageInput(Selector):
-    filename: str
-    limit: int | None = None
+    filename: str = Field(description="The memory's file name.")
+    limit: int | None = Field(default=None, ge=1, description="How many sessions to list: default 50, at most 200.")
 
 
 class SnapshotUsage(Result):

@@ -1,4 +1,4 @@
-"""`--since` values: an RFC 3339 timestamp or a relative age such as 30m, 24h or 7d."""
+"""`since` values: an RFC 3339 timestamp or a relative age such as 30m, 24h or 7d."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from memory.domain.models import utc_now
 
 _RELATIVE = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+SINCE = "Only what happened at or after this moment: an RFC 3339 timestamp, or an age such as 30m, 24h or 7d."
 
 
 def parse_since(value: str | None) -> datetime | None:
@@ -23,7 +24,7 @@ def parse_since(value: str | None) -> datetime | None:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValidationError(
-            f"--since {value!r} is neither an RFC 3339 timestamp nor an age such as 24h or 7d.",
+            f"since {value!r} is neither an RFC 3339 timestamp nor an age such as 24h or 7d.",
             details={"field": "since", "reason": "format"},
         ) from None
     if moment.tzinfo is None:

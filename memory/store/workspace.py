@@ -102,8 +102,8 @@ def create_identity(directory: Path) -> WorkspaceIdentity:
     if directory == Path(directory.anchor) or (directory / ".compozy").resolve() == compozy_home().resolve():
         raise WorkspaceRequired(
             f"{directory} cannot be a workspace (it would collide with COMPOZY_HOME or the filesystem root). "
-            "Pass --workspace <path> or run inside a project directory.",
-            details={"path": str(directory), "reason": "unsuitable_directory"},
+            "Give workspace (a project directory) or run inside a project directory.",
+            details={"field": "workspace", "path": str(directory), "reason": "unsuitable_directory"},
         )
     target = directory / WORKSPACE_FILE
     target.parent.mkdir(parents=True, exist_ok=True)

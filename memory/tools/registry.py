@@ -24,6 +24,8 @@ class ToolSpec:
     description: str
     fn: Callable[..., Any]
     provider: str = "compozy"
+    # Compozy's own tools come built from their verb's declaration (schemas and annotations included).
+    tool: Any = None
 
 
 @dataclass

@@ -1,25 +1,41 @@
-"""The MCP server: toolsets `compozy__memory` (list, show, search, propose, note) and `compozy__memory_admin`
-(health, history, reindex, promote, decisions). Every tool calls the same service the CLI and HTTP call and returns
-the same JSON document; errors come back as tool errors carrying `{code, message, details}`."""
+"""The MCP server: the toolsets `compozy__memory` (agents: list, show, search, snapshot, propose, note) and
+`compozy__memory_admin` (operators: health, history, reindex, promote, decisions).
+
+Every tool is generated from its verb's declaration (`memory.verbs`): the input schema from the input model, the
+output schema from the result model, the MCP annotations from the declaration. A call parses its arguments into
+the input model (unknown arguments refused, as over REST), calls the same service the CLI and HTTP call, and
+returns the same JSON document; errors come back as tool errors whose text is `{code, message, details}`.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool as McpTool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ConfigDict
 
 from memory.domain.enums import Origin
 from memory.domain.errors import CompozyError
-from memory.services import catalog, decisions, history, memories, promote, propose, recall
+from memory.domain.names import parse_filename
 from memory.services.inputs import Caller
+from memory.services.scopes import agent_write_selector
+from memory.verbs import ADMIN_TOOLSET, AGENT_TOOLSET, Verb, all_verbs
+from memory.verbs.schema import input_schema, output_schema
 
 from .registry import ToolRegistry, ToolSpec
 
-AGENT_TOOLSET = "compozy__memory"
-ADMIN_TOOLSET = "compozy__memory_admin"
+__all__ = ["ADMIN_TOOLSET", "AGENT_TOOLSET", "Session", "build_registry", "build_server"]
+
+# Verbs whose default visibility is "every scope I can see": for an agent that includes its own two tiers.
+AGENT_READS = {"compozy__memory_list", "compozy__memory_search", "compozy__memory_snapshot"}
+# Writes whose default scope follows the agent policy (never global).
+AGENT_WRITES = {"compozy__memory_propose", "compozy__memory_note"}
 
 
 class Session:
@@ -36,156 +52,102 @@ class Session:
         return Caller(origin=Origin.TOOL, cwd=None, session_id=self.session_id,
                       parent_session_id=self.parent_session_id)
 
-    def fields(self, **given: Any) -> dict[str, Any]:
+    def fields(self, verb: Verb, arguments: dict[str, Any]) -> dict[str, Any]:
         """The call's arguments, with the session's workspace and agent as defaults."""
-        values = {key: value for key, value in given.items() if value is not None}
-        if self.workspace and "workspace" not in values:
+        values = {key: value for key, value in arguments.items() if value is not None}
+        accepted = verb.input.model_fields
+        if self.workspace and "workspace" in accepted and "workspace" not in values:
             values["workspace"] = self.workspace
-        if self.agent and values.get("scope") == "agent" and "agent_name" not in values:
+        name = verb.tool.name if verb.tool else ""
+        if not self.agent or "agent_name" not in accepted:
+            if name in AGENT_WRITES and "scope" not in values:
+                values |= agent_write_selector(_memory_type(values), None)
+            return values
+        if values.get("scope") == "agent" and "agent_name" not in values:
             values["agent_name"] = self.agent
+        elif "scope" not in values and "agent_name" not in values:
+            if name in AGENT_READS:
+                values["agent_name"] = self.agent
+            elif name in AGENT_WRITES:
+                values |= agent_write_selector(_memory_type(values), self.agent)
         return values
 
 
-def _call(service: Callable[..., Any], model: Any, session: Session, **given: Any) -> dict[str, Any]:
-    try:
-        values = session.fields(**given)
-        if "workspace" not in model.model_fields:
-            values.pop("workspace", None)  # a database-wide verb (retention) takes no workspace default
-        return service(data=model.parse(values), caller=session.caller()).to_json()
-    except CompozyError as error:
-        raise ToolError(json.dumps(error.to_dict())) from None
+def _memory_type(values: dict[str, Any]) -> str | None:
+    if values.get("type"):
+        return str(values["type"])
+    filename = values.get("filename")
+    if isinstance(filename, str):
+        try:
+            memory_type, _slug = parse_filename(filename)
+        except CompozyError:
+            return None
+        return memory_type.value if memory_type else None
+    return None
 
 
-Scope = Literal["global", "workspace", "agent"]
-Tier = Literal["workspace", "global"]
+class _Arguments(ArgModelBase):
+    """Every argument reaches the tool as given: the verb's input model validates them (and refuses unknown
+    ones) with the same codes as every other surface."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+def _decode_json_strings(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Some clients send a list or object argument as a JSON string; decode those, as MCPServer does."""
+    decoded = dict(arguments)
+    for key, value in arguments.items():
+        kind = schema.get("properties", {}).get(key, {}).get("type")
+        if isinstance(value, str) and kind in ("array", "object"):
+            with contextlib.suppress(ValueError):
+                decoded[key] = json.loads(value)
+    return decoded
+
+
+def tool_of(verb: Verb, session: Session) -> McpTool:
+    assert verb.tool is not None
+    spec = verb.tool
+    parameters = input_schema(verb.input)
+
+    def call(**arguments: Any) -> CallToolResult:
+        fields = session.fields(verb, _decode_json_strings(arguments, parameters))
+        try:
+            document = verb.run(fields, session.caller()).to_json()
+        except CompozyError as error:
+            raise ToolError(json.dumps(error.to_dict())) from None
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(document, ensure_ascii=False))],
+                              structured_content=document)
+
+    return McpTool(
+        fn=call, name=spec.name, description=spec.description, parameters=parameters,
+        fn_metadata=FuncMetadata(arg_model=_Arguments, output_schema=output_schema(verb.result)), is_async=False,
+        annotations=ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+                                    idempotent_hint=spec.idempotent, open_world_hint=False),
+    )
 
 
 def build_registry(session: Session) -> ToolRegistry:
     registry = ToolRegistry()
-
-    def memory_list(scope: Scope | None = None, agent_name: str | None = None, agent_tier: Tier | None = None,
-                    workspace: str | None = None, type: str | None = None, sort: Literal["recent", "name"] = "recent",
-                    cursor: str | None = None, limit: int | None = None, include_system: bool = False) -> dict[str, Any]:
-        return _call(memories.memory_list, memories.ListInput, session, scope=scope, agent_name=agent_name,
-                     agent_tier=agent_tier, workspace=workspace, type=type, sort=sort, cursor=cursor, limit=limit,
-                     include_system=include_system or None)
-
-    def memory_show(filename: str, scope: Scope | None = None, agent_name: str | None = None,
-                    agent_tier: Tier | None = None, workspace: str | None = None,
-                    include_system: bool = False) -> dict[str, Any]:
-        return _call(memories.memory_show, memories.ShowInput, session, filename=filename, scope=scope,
-                     agent_name=agent_name, agent_tier=agent_tier, workspace=workspace,
-                     include_system=include_system or None)
-
-    def memory_search(query: str, top_k: int | None = None, scope: Scope | None = None,
-                      agent_name: str | None = None, agent_tier: Tier | None = None, workspace: str | None = None,
-                      include_system: bool = False) -> dict[str, Any]:
-        return _call(recall.memory_search, recall.SearchInput, session, query=query, top_k=top_k, scope=scope,
-                     agent_name=agent_name, agent_tier=agent_tier, workspace=workspace,
-                     include_system=include_system or None)
-
-    def memory_propose(operation: Literal["add", "update", "delete"] | None = None, filename: str | None = None,
-                       type: str | None = None, name: str | None = None, description: str | None = None,
-                       content: str | None = None, operations: list[dict[str, Any]] | None = None,
-                       scope: Scope | None = None, agent_name: str | None = None, agent_tier: Tier | None = None,
-                       workspace: str | None = None, dry_run: bool = False) -> dict[str, Any]:
-        return _call(propose.memory_propose, propose.ProposeInput, session, operation=operation, filename=filename,
-                     type=type, name=name, description=description, content=content, operations=operations,
-                     scope=scope, agent_name=agent_name, agent_tier=agent_tier, workspace=workspace,
-                     dry_run=dry_run or None)
-
-    def memory_note(title: str, content: str, type: str | None = None, scope: Scope | None = None,
-                    agent_name: str | None = None, agent_tier: Tier | None = None,
-                    workspace: str | None = None) -> dict[str, Any]:
-        return _call(propose.memory_note, propose.NoteInput, session, title=title, content=content, type=type,
-                     scope=scope, agent_name=agent_name, agent_tier=agent_tier, workspace=workspace)
-
-    def memory_health(workspace: str | None = None, include_system: bool = False) -> dict[str, Any]:
-        return _call(catalog.health_get, catalog.HealthInput, session, workspace=workspace,
-                     include_system=include_system or None)
-
-    def memory_admin_history(limit: int | None = None, operation: str | None = None, since: str | None = None,
-                             workspace: str | None = None) -> dict[str, Any]:
-        return _call(history.history_list, history.HistoryInput, session, limit=limit, operation=operation,
-                     since=since, workspace=workspace)
-
-    def memory_reindex(workspace: str | None = None, include_system: bool = False, rebuild: bool = False) -> dict[str, Any]:
-        return _call(catalog.catalog_reindex, catalog.ReindexInput, session, workspace=workspace,
-                     include_system=include_system or None, rebuild=rebuild or None)
-
-    def memory_promote(filename: str, from_scope: str, to_scope: str, agent_name: str | None = None,
-                       workspace: str | None = None, dry_run: bool = False) -> dict[str, Any]:
-        return _call(promote.memory_promote, promote.PromoteInput, session, filename=filename,
-                     from_scope=from_scope, to_scope=to_scope, agent_name=agent_name, workspace=workspace,
-                     dry_run=dry_run or None)
-
-    def memory_decisions_list(filename: str | None = None, op: str | None = None, origin: str | None = None,
-                              since: str | None = None, cursor: str | None = None, limit: int | None = None, workspace: str | None = None,
-                              scope: Scope | None = None, agent_name: str | None = None) -> dict[str, Any]:
-        return _call(decisions.decision_list, decisions.DecisionListInput, session, filename=filename, op=op,
-                     origin=origin, since=since, cursor=cursor, limit=limit, workspace=workspace, scope=scope,
-                     agent_name=agent_name)
-
-    def memory_decisions_show(decision_id: str, workspace: str | None = None) -> dict[str, Any]:
-        return _call(decisions.decision_show, decisions.DecisionIdInput, session, decision_id=decision_id,
-                     workspace=workspace)
-
-    def memory_decisions_revert(decision_id: str, workspace: str | None = None, dry_run: bool = False) -> dict[str, Any]:
-        return _call(decisions.decision_revert, decisions.RevertInput, session, decision_id=decision_id,
-                     workspace=workspace, dry_run=dry_run or None)
-
-    def memory_decisions_prune(dry_run: bool = False) -> dict[str, Any]:
-        return _call(decisions.decision_prune, decisions.PruneInput, session, dry_run=dry_run or None)
-
-    tools = [
-        (AGENT_TOOLSET, "compozy__memory_list", memory_list,
-         "List the memories visible from this workspace (global, workspace, and your agent's tiers with scope "
-         "agent), newest first. Pages: pass page.next_cursor back as cursor with the same other arguments."),
-        (AGENT_TOOLSET, "compozy__memory_show", memory_show,
-         "Read one memory by filename (as listed). Give scope when the same filename exists in several scopes."),
-        (AGENT_TOOLSET, "compozy__memory_search", memory_search,
-         "Find memories relevant to a question or task in natural language. Returns ranked results with why each "
-         "was recalled and a packaged recall block. Use this before asking the user something they may have told "
-         "an earlier session."),
-        (AGENT_TOOLSET, "compozy__memory_propose", memory_propose,
-         "Propose a durable memory change; the write controller decides (add, update, delete, noop or reject). "
-         "Single write: operation add|update|delete with type (user|feedback|project|reference), name, "
-         "description and content (delete needs filename). Atomic batch on one document: filename plus "
-         "operations, a list of {action: add|replace|remove, content, old_text}; old_text must occur exactly "
-         "once; all operations land together or none does. Do not save code, git history, debugging recipes, "
-         "ephemeral task state or secrets."),
-        (AGENT_TOOLSET, "compozy__memory_note", memory_note,
-         "Jot an ad-hoc note (kept under _system/ad_hoc, outside normal recall) for later curation."),
-        (ADMIN_TOOLSET, "compozy__memory_health", memory_health,
-         "Catalog health: drift between disk and catalog, unapplied decisions, counts."),
-        (ADMIN_TOOLSET, "compozy__memory_admin_history", memory_admin_history,
-         "Operation history (memory.write, memory.delete, memory.search, memory.reindex), newest first."),
-        (ADMIN_TOOLSET, "compozy__memory_reindex", memory_reindex,
-         "Re-derive the catalog from the Markdown on disk; hand edits are recorded as decisions."),
-        (ADMIN_TOOLSET, "compozy__memory_promote", memory_promote,
-         "Copy a memory into another scope (global, workspace, agent[:tier]) through the controller."),
-        (ADMIN_TOOLSET, "compozy__memory_decisions_list", memory_decisions_list,
-         "List controller decisions, newest first (contents redacted)."),
-        (ADMIN_TOOLSET, "compozy__memory_decisions_show", memory_decisions_show,
-         "Show one decision with its rule trace and contents."),
-        (ADMIN_TOOLSET, "compozy__memory_decisions_revert", memory_decisions_revert,
-         "Undo a decision with a new decision; refused when the file changed since."),
-        (ADMIN_TOOLSET, "compozy__memory_decisions_prune", memory_decisions_prune,
-         "Delete applied decisions older than memory.decisions.prune_after_applied_days, keeping each existing "
-         "file's latest decisions and every unapplied one. dry_run counts without deleting."),
-    ]
-    for toolset, name, fn, description in tools:
-        registry.add(ToolSpec(name=name, toolset=toolset, description=description, fn=fn))
+    for verb in all_verbs():
+        if verb.tool is not None:
+            tool = tool_of(verb, session)
+            registry.add(ToolSpec(name=verb.tool.name, toolset=verb.tool.toolset, description=verb.tool.description,
+                                  fn=tool.fn, tool=tool))
     return registry
 
 
-def build_server(session: Session, toolsets: tuple[str, ...] = (AGENT_TOOLSET, ADMIN_TOOLSET),
+def build_server(session: Session, toolsets: tuple[str, ...] = (AGENT_TOOLSET,),
                  registry: ToolRegistry | None = None) -> MCPServer:
     registry = registry or build_registry(session)
-    server = MCPServer(name="compozy-memory", instructions=(
-        "Durable memory for this workspace. Search before asking; propose memories the user will want in later "
-        "sessions; the write controller decides and logs every change."))
-    for toolset in toolsets:
-        for spec in registry.in_toolset(toolset):
+    specs = [spec for toolset in toolsets for spec in registry.in_toolset(toolset)]
+    server = MCPServer(name="compozy-memory", tools=[spec.tool for spec in specs if spec.tool is not None],
+                       instructions=(
+                           "Durable memory for this workspace. Search before asking; propose memories the user will "
+                           "want in later sessions; the write controller decides and logs every change."))
+    for spec in specs:
+        if spec.tool is None:  # a provider's tool, declared by its function
             server.add_tool(spec.fn, name=spec.name, description=spec.description, structured_output=True)
     return server

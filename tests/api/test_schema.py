@@ -39,7 +39,54 @@ def test_the_schema_lists_every_api_route_and_method(schema):
     documented = {(path, method) for path, operations in schema["paths"].items() for method in operations
                   if path.startswith("/api/memory")}
     assert routes == documented
-    assert len(routes) == 15
+    assert len(routes) == 16
+
+
+def test_the_schema_is_a_valid_openapi_31_document(schema):
+    from openapi_spec_validator import validate as validate_spec
+
+    assert schema["openapi"].startswith("3.1")
+    validate_spec(schema)
+
+
+def test_each_operation_lists_the_errors_its_verb_can_really_return(schema):
+    def statuses(path: str, method: str) -> set[str]:
+        return set(schema["paths"][path][method]["responses"])
+
+    assert statuses("/api/memory", "get") == {"200", "400", "401", "500"}
+    assert statuses("/api/memory/{filename}", "get") == {"200", "400", "401", "404", "500"}
+    assert {"409", "413", "415", "422", "503"} <= statuses("/api/memory", "post")
+    assert "404" not in statuses("/api/memory", "post")
+    assert "404" in statuses("/api/memory/decisions/{decision_id}/revert", "post")
+    rejected = schema["paths"]["/api/memory"]["post"]["responses"]["422"]["content"]["application/json"]["schema"]
+    assert rejected["properties"]["code"]["enum"] == ["memory.rejected"]
+
+
+def test_query_parameters_keep_their_enums_bounds_and_descriptions(schema):
+    parameters = {p["name"]: p for p in schema["paths"]["/api/memory"]["get"]["parameters"]}
+    assert parameters["scope"]["schema"]["enum"] == ["global", "workspace", "agent"]
+    assert parameters["type"]["schema"]["enum"] == ["user", "feedback", "project", "reference"]
+    assert parameters["sort"]["schema"]["enum"] == ["recent", "name"]
+    assert parameters["agent_tier"]["schema"]["enum"] == ["workspace", "global"]
+    assert parameters["limit"]["schema"]["minimum"] == 1
+    decisions = {p["name"]: p for p in schema["paths"]["/api/memory/decisions"]["get"]["parameters"]}
+    assert "reject" in decisions["op"]["schema"]["enum"] and "tool" in decisions["origin"]["schema"]["enum"]
+    for path in schema["paths"].values():
+        for operation in path.values():
+            for parameter in operation.get("parameters", []):
+                assert parameter["description"], parameter
+
+
+def test_http_errors_name_fields_and_never_cli_flags(server):
+    with server.uds() as client:
+        agent = client.get("/api/memory", params={"scope": "agent", "workspace": str(server.workspace)}).json()
+        assert agent["code"] == "memory.scope.invalid" and "agent_name" in agent["message"]
+        nowhere = client.get("/api/memory", params={"scope": "workspace"}).json()
+        assert nowhere["code"] == "memory.scope.workspace_required" and "workspace" in nowhere["message"]
+        unknown = client.get("/api/memory", params={"colour": "blue", "workspace": str(server.workspace)}).json()
+        assert unknown["details"]["field"] == "colour"
+    for document in (agent, nowhere, unknown):
+        assert "--" not in document["message"], document
 
 
 def test_every_live_response_matches_the_schema(server, schema):
@@ -70,10 +117,13 @@ def test_every_live_response_matches_the_schema(server, schema):
         check("get", "/api/memory/health", "/api/memory/health", params={"workspace": workspace})
         check("post", "/api/memory/reindex", "/api/memory/reindex", json={"workspace": workspace})
         check("post", "/api/memory/promote", "/api/memory/promote", json={
-            "filename": "project_schema_check.md", "from_scope": "workspace", "to_scope": "global",
+            "filename": "project_schema_check.md", "scope": "workspace", "to_scope": "global",
             "workspace": workspace})
         check("post", "/api/memory/ad-hoc", "/api/memory/ad-hoc", json={"title": "Schema Note", "content": "A note.",
                                                                         "workspace": workspace})
+        check("post", "/api/memory/decisions/prune", "/api/memory/decisions/prune", json={"dry_run": True})
+        check("post", "/api/memory/snapshot", "/api/memory/snapshot", json={"query": "schema routes",
+                                                                            "workspace": workspace})
         check("delete", "/api/memory/project_schema_check.md", "/api/memory/{filename}", params={"workspace": workspace})
         check("get", "/api/memory/project_schema_check.md", "/api/memory/{filename}", status=404,
               params={"workspace": workspace})

@@ -65,9 +65,18 @@ def test_search_human_output_is_a_table(cli):
 
 def test_a_trivial_search_is_skipped_without_an_error(cli):
     seed(cli)
-    result = cli("memory", "search", "the docs", "-o", "json")
+    result = cli("memory", "search", "where is it", "-o", "json")
     assert result.code == 0
     assert result.json["results"] == [] and result.json["skipped"] is True
+    assert result.json["skip_reason"] == "no_meaningful_words"
+
+
+def test_a_one_word_search_finds_what_it_names(cli):
+    seed(cli)
+    result = cli("memory", "search", "docs", "-o", "json")
+    assert result.code == 0, result.stderr
+    assert result.json["skipped"] is False and result.json["skip_reason"] is None
+    assert "project_runtime_docs.md" in [hit["memory"]["filename"] for hit in result.json["results"]]
 
 
 def test_snapshot_json_carries_text_generation_and_sha256(cli):

@@ -117,8 +117,8 @@ def test_fts_syntax_in_a_search_never_raises(ws, query):
 
 def test_a_trivial_query_is_skipped_with_one_event_and_no_error(ws):
     put_library(ws)
-    result = r.search(ws, "the docs?")
-    assert result["skipped"] is True
+    result = r.search(ws, "where is it?")
+    assert result["skipped"] is True and result["skip_reason"] == "no_meaningful_words"
     assert result["results"] == [] and result["recall"]["blocks"] == []
     skipped = r.events("memory.recall.skipped")
     assert len(skipped) == 1 and skipped[0].metadata["reason"] == "trivial_query"

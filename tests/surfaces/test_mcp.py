@@ -18,7 +18,7 @@ from tests.conftest import COMPOZY
 pytestmark = pytest.mark.django_db(transaction=True)
 
 AGENT_TOOLS = {"compozy__memory_list", "compozy__memory_show", "compozy__memory_search", "compozy__memory_propose",
-               "compozy__memory_note"}
+               "compozy__memory_note", "compozy__memory_snapshot"}
 ADMIN_TOOLS = {"compozy__memory_health", "compozy__memory_admin_history", "compozy__memory_reindex",
                "compozy__memory_promote", "compozy__memory_decisions_list", "compozy__memory_decisions_show",
                "compozy__memory_decisions_revert", "compozy__memory_decisions_prune"}
@@ -45,7 +45,7 @@ def tools(server) -> list[Any]:
 
 @pytest.fixture
 def server(home, workspace_dir):
-    return build_server(Session(session_id="s-1", workspace=str(workspace_dir)))
+    return build_server(Session(session_id="s-1", workspace=str(workspace_dir)), (AGENT_TOOLSET, ADMIN_TOOLSET))
 
 
 def test_the_toolsets_hold_exactly_their_tools_and_no_forbidden_name(server):

@@ -19,7 +19,7 @@ def run(cwd, **fields):
 
 def test_promote_copies_a_workspace_memory_to_global_as_a_new_decision(home, workspace_dir):
     h.write(workspace_dir, name="Deploy Path", content="Deploys go through the signed artifact path.")
-    result = run(workspace_dir, filename="project_deploy_path.md", from_scope="workspace", to_scope="global")
+    result = run(workspace_dir, filename="project_deploy_path.md", scope="workspace", to_scope="global")
     assert result.applied is True and result.decision.op == "add" and result.decision.scope == "global"
     copied = (home / "memory" / "project_deploy_path.md").read_text()
     assert "scope: global" in copied and "signed artifact" in copied
@@ -28,22 +28,33 @@ def test_promote_copies_a_workspace_memory_to_global_as_a_new_decision(home, wor
 
 def test_promote_into_an_agent_tier_needs_the_agent(home, workspace_dir):
     h.write(workspace_dir, name="Style", type="feedback", scope="global", content="Keep review comments short.")
-    result = run(workspace_dir, filename="feedback_style.md", from_scope="global", to_scope="agent:global",
-                 agent_name="reviewer")
+    result = run(workspace_dir, filename="feedback_style.md", scope="global", to_scope="agent",
+                 to_agent_name="reviewer", to_agent_tier="global")
     assert result.decision.agent_name == "reviewer" and result.decision.agent_tier == "global"
     assert (home / "agents" / "reviewer" / "memory" / "feedback_style.md").is_file()
     with pytest.raises(ScopeInvalid):
-        run(workspace_dir, filename="feedback_style.md", from_scope="global", to_scope="agent")
+        run(workspace_dir, filename="feedback_style.md", scope="global", to_scope="agent")
+
+
+def test_promote_from_an_agent_tier_uses_the_same_selector_words_as_every_verb(home, workspace_dir):
+    h.write(workspace_dir, name="Tabs", type="feedback", scope="agent", agent_name="coder",
+            content="The coder agent indents with tabs in Makefiles.")
+    result = run(workspace_dir, filename="feedback_tabs.md", scope="agent", agent_name="coder",
+                 agent_tier="workspace", to_scope="agent", to_agent_tier="global")
+    assert result.decision.scope == "agent" and result.decision.agent_name == "coder"
+    assert result.decision.agent_tier == "global"
+    assert (home / "agents" / "coder" / "memory" / "feedback_tabs.md").is_file()
 
 
 @pytest.mark.parametrize(
     ("fields", "error"),
     [
-        ({"filename": "project_missing.md", "from_scope": "workspace", "to_scope": "global"}, NotFound),
-        ({"filename": "project_x.md", "from_scope": "galaxy", "to_scope": "global"}, ScopeInvalid),
-        ({"filename": "project_x.md", "from_scope": "global:workspace", "to_scope": "workspace"}, ScopeInvalid),
-        ({"filename": "project_x.md", "from_scope": "workspace", "to_scope": "workspace"}, ValidationError),
-        ({"filename": "../project_x.md", "from_scope": "workspace", "to_scope": "global"}, ValidationError),
+        ({"filename": "project_missing.md", "scope": "workspace", "to_scope": "global"}, NotFound),
+        ({"filename": "project_x.md", "scope": "galaxy", "to_scope": "global"}, ScopeInvalid),
+        ({"filename": "project_x.md", "scope": "workspace", "to_scope": "global", "to_agent_tier": "global"},
+         ScopeInvalid),
+        ({"filename": "project_present.md", "scope": "workspace", "to_scope": "workspace"}, ValidationError),
+        ({"filename": "../project_x.md", "scope": "workspace", "to_scope": "global"}, ValidationError),
     ],
 )
 def test_bad_promotions_are_refused(home, workspace_dir, fields, error):
@@ -55,7 +66,8 @@ def test_bad_promotions_are_refused(home, workspace_dir, fields, error):
 def test_promote_on_the_cli(cli):
     cli("memory", "write", "--type", "project", "--name", "Cli Promote", "--description", "d",
         "--content", "Promoted from the command line.")
-    result = cli("memory", "promote", "project_cli_promote.md", "--from", "workspace", "--to", "global", "-o", "json")
+    result = cli("memory", "promote", "project_cli_promote.md", "--scope", "workspace", "--to-scope", "global",
+                 "-o", "json")
     assert result.code == 0, result.stdout
     assert result.json["decision"]["scope"] == "global"
     assert (cli.home / "memory" / "project_cli_promote.md").is_file()

@@ -4,25 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
+from compozy.command import ProductCommand, ProductParser
 from compozy.config import get_config
 
 
-class Command(BaseCommand):
+class Command(ProductCommand):
     help = "The Memory inspector. `link` prints a one-time sign-in link (valid 24 hours)."
-    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: Any) -> None:
-        actions = parser.add_subparsers(dest="action", required=True, metavar="action")
-        link = actions.add_parser("link", help="print a one-time sign-in link (valid 24 hours)")
-        link.add_argument("--base-url", help="where the inspector is served (default: http://<server.bind>)")
+        actions = parser.add_subparsers(dest="action", required=True, metavar="<action>", title="actions",
+                                        parser_class=ProductParser)
+        link = actions.add_parser("link", help="Print a one-time sign-in link (valid 24 hours).")
+        link.add_argument("--base-url", help="Where the inspector is served. Default: the address of the running "
+                                             "`compozy serve`, or http://<server.bind> when none runs.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         from memory.bootstrap import bootstrap
 
         bootstrap(replay=False)
         from inspector.signin import create_link
+        from memory.management.commands.serve import running_address
 
-        base = options.get("base_url") or f"http://{get_config(None).server.bind}"
+        base = options.get("base_url") or f"http://{running_address() or get_config(None).server.bind}"
         self.stdout.write(create_link(base) + "\n")

@@ -5,24 +5,29 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from django.core.management.base import BaseCommand
-
+from compozy.command import ProductCommand
+from memory.domain.errors import ValidationError
 from memory.tools.server import ADMIN_TOOLSET, AGENT_TOOLSET, Session, build_server
 
 
-class Command(BaseCommand):
-    help = "Serve the memory tools (toolsets compozy__memory and compozy__memory_admin) over MCP stdio."
-    requires_system_checks: list[str] = []
+class Command(ProductCommand):
+    help = ("Serve the memory tools over MCP stdio: the agent toolset compozy__memory, and the operators' "
+            "compozy__memory_admin only when --toolsets names it.")
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--session", default=os.environ.get("COMPOZY_SESSION_ID"), help="the caller's session id")
+        parser.add_argument("--session", default=os.environ.get("COMPOZY_SESSION_ID"),
+                            help="The calling agent's session id (default: $COMPOZY_SESSION_ID).")
         parser.add_argument("--parent-session", default=os.environ.get("COMPOZY_PARENT_SESSION_ID"),
-                            help="set for a sub-agent: its writes are denied")
-        parser.add_argument("--agent", default=os.environ.get("COMPOZY_AGENT"), help="the calling agent's name")
+                            help="Set for a sub-agent, whose writes are refused (default: $COMPOZY_PARENT_SESSION_ID).")
+        parser.add_argument("--agent", default=os.environ.get("COMPOZY_AGENT"),
+                            help="The calling agent's name: its two agent tiers become visible and its memories "
+                                 "of type user and feedback go to its workspace tier (default: $COMPOZY_AGENT).")
         parser.add_argument("--workspace", default=os.environ.get("COMPOZY_WORKSPACE"),
-                            help="workspace ULID or path (default: the current directory's workspace)")
-        parser.add_argument("--toolsets", default=f"{AGENT_TOOLSET},{ADMIN_TOOLSET}",
-                            help="comma-separated toolsets to serve")
+                            help="Workspace ULID or path (default: $COMPOZY_WORKSPACE, then the current directory).")
+        parser.add_argument("--toolsets", default=AGENT_TOOLSET,
+                            help=f"Comma-separated toolsets to serve: {AGENT_TOOLSET} (the default) and "
+                                 f"{ADMIN_TOOLSET} (operators' tools: health, history, reindex, promote, "
+                                 "decisions).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         from memory.bootstrap import bootstrap
@@ -32,4 +37,8 @@ class Command(BaseCommand):
         session = Session(session_id=options["session"], agent=options["agent"],
                           parent_session_id=options["parent_session"], workspace=workspace)
         toolsets = tuple(name.strip() for name in options["toolsets"].split(",") if name.strip())
+        unknown = sorted(set(toolsets) - {AGENT_TOOLSET, ADMIN_TOOLSET})
+        if unknown or not toolsets:
+            raise ValidationError(f"Unknown toolset {unknown[0] if unknown else ''!r}: use {AGENT_TOOLSET} and/or "
+                                  f"{ADMIN_TOOLSET}.", details={"field": "toolsets", "reason": "unknown_toolset"})
         build_server(session, toolsets).run("stdio")

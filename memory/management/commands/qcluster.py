@@ -9,6 +9,9 @@ from django_q.management.commands.qcluster import Command as ClusterCommand
 
 
 class Command(ClusterCommand):
+    # Internal: `compozy serve` starts it; `compozy --help` does not list it.
+    listed = False
+
     def handle(self, *args: Any, **options: Any) -> None:
         from memory.bootstrap import bootstrap
 

@@ -3,24 +3,42 @@ the Unix socket $COMPOZY_HOME/run/compozy.sock (mode 0600); the django-q2 cluste
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from compozy.command import ProductCommand
 from compozy.config import compozy_home, get_config
 
 
-class Command(BaseCommand):
+def address_file() -> Path:
+    return compozy_home() / "run" / "serve.json"
+
+
+def running_address() -> str | None:
+    """The address a live `compozy serve` of this home listens on, or None when none is running."""
+    try:
+        record = json.loads(address_file().read_text())
+        os.kill(int(record["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return str(record["bind"])
+
+
+class Command(ProductCommand):
     help = "Serve the web inspector and API (TCP and Unix socket) and run the background task cluster."
-    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--bind", help="HOST:PORT for TCP (default from config: 127.0.0.1:8000)")
-        parser.add_argument("--no-cluster", action="store_true", help="do not start the django-q2 task cluster")
+        parser.add_argument("--bind", help="HOST:PORT for TCP, loopback only (default from config: server.bind, "
+                                           "127.0.0.1:8000)")
+        parser.add_argument("--no-cluster", action="store_true", help="Do not start the django-q2 task cluster.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         from memory.bootstrap import bootstrap
@@ -45,6 +63,10 @@ class Command(BaseCommand):
         ]
         if not options["no_cluster"]:
             children.append(subprocess.Popen([python, "-m", "compozy.cli", "qcluster"]))
+        # `compozy inspector link` prints this address rather than the configured default.
+        record = address_file().with_name(f".serve.{os.getpid()}.compozy-tmp")
+        record.write_text(json.dumps({"pid": os.getpid(), "bind": bind}))
+        os.replace(record, address_file())
         from inspector.signin import create_link
 
         self.stdout.write(f"Compozy is serving on http://{bind}/ and unix:{socket_path}\n"
@@ -65,6 +87,8 @@ class Command(BaseCommand):
                 time.sleep(0.5)
         finally:
             stop(signal.SIGTERM, None)
+            if running_address() == bind:
+                address_file().unlink(missing_ok=True)
             deadline = time.monotonic() + 15
             for child in children:
                 try:

@@ -1,0 +1,91 @@
+"""The base of the product's own commands (`compozy memory`, `serve`, `mcp`, `inspector` …).
+
+Django's management commands add `--settings`, `--pythonpath`, `--traceback`, `--no-color`, `--force-color`,
+`--skip-checks`, `--version` and a numeric `-v` to every command. None of them means anything to a user of the
+product, so the product's commands build their parser without them (their defaults are still set, because
+Django's `run_from_argv` and `execute` read them). Errors of the domain leave with their stable code and exit
+code, as `{code, message, details}` on `-o json`; a reader that closes the pipe early (`| head -1`) ends the
+command quietly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from memory.domain.errors import CompozyError, ValidationError
+
+_DJANGO_DEFAULTS = {"verbosity": 1, "settings": None, "pythonpath": None, "traceback": False, "no_color": False,
+                    "force_color": False, "skip_checks": True}
+
+
+class ProductParser(CommandParser):
+    """Usage errors become memory.validation, so `-o json` callers get the same error shape as any other."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValidationError(f"{self.prog}: {message}", details={"reason": "usage"})
+
+
+def output_from_argv(argv: list[str]) -> str:
+    for index, arg in enumerate(argv):
+        if arg in ("-o", "--output") and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith("--output="):
+            return arg.split("=", 1)[1]
+        if arg.startswith("-o") and len(arg) > 2:
+            return arg[2:]
+    return "human"
+
+
+def quiet_on_closed_pipe() -> None:
+    """The reader went away (`compozy memory list -o jsonl | head -1`): nothing more to say, and Python must not
+    complain at exit while flushing stdout into the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(0)
+
+
+class ProductCommand(BaseCommand):
+    requires_system_checks: list[str] = []
+    # Listed by `compozy --help`; an internal command (qcluster, started by serve) is not.
+    listed = True
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        parser = ProductParser(
+            prog=f"{Path(prog_name).name} {subcommand}",
+            description=self.help or None,
+            missing_args_message=getattr(self, "missing_args_message", None),
+            called_from_command_line=getattr(self, "_called_from_command_line", None),
+            **kwargs,
+        )
+        parser.set_defaults(**_DJANGO_DEFAULTS)
+        self.add_arguments(parser)
+        return parser
+
+    # Field → CLI flag of the verb being run, so an error about a field can name the flag too.
+    error_flags: dict[str, str] = {}
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        from memory.cli import render
+
+        output = output_from_argv(argv)
+        try:
+            super().run_from_argv(argv)
+        except CompozyError as error:
+            render.emit_error(error.to_dict(), output if output in render.OUTPUTS else "human", self.error_flags)
+            sys.exit(error.exit_code)
+        except BrokenPipeError:
+            quiet_on_closed_pipe()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            quiet_on_closed_pipe()

@@ -1,0 +1,35 @@
+"""Where a running `compozy serve` of this home listens, so that other commands (`compozy inspector link`) print
+its real address rather than the configured default."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from compozy.config import compozy_home
+
+
+def address_file() -> Path:
+    return compozy_home() / "run" / "serve.json"
+
+
+def record_address(bind: str) -> None:
+    temp = address_file().with_name(f".serve.{os.getpid()}.compozy-tmp")
+    temp.write_text(json.dumps({"pid": os.getpid(), "bind": bind}))
+    os.replace(temp, address_file())
+
+
+def forget_address(bind: str) -> None:
+    if running_address() == bind:
+        address_file().unlink(missing_ok=True)
+
+
+def running_address() -> str | None:
+    """The address a live `compozy serve` of this home listens on, or None when none is running."""
+    try:
+        record = json.loads(address_file().read_text())
+        os.kill(int(record["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return str(record["bind"])

@@ -1,0 +1,180 @@
+"""The `compozy` console script is the product's: its own commands and version, completion, one-line writes,
+quiet closed pipes, keyset pages and exit codes the README documents."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from memory.domain import errors
+from tests.conftest import COMPOZY, REPO
+
+
+def test_the_help_lists_the_products_commands_and_none_of_djangos(cli):
+    result = cli("--help")
+    assert result.code == 0, result.stderr
+    listed = set(re.findall(r"^    (\w[\w-]*)", result.stdout, re.MULTILINE))
+    assert {"memory", "serve", "mcp", "inspector", "completion"} <= listed
+    for django_command in ("flush", "dbshell", "startproject", "migrate", "shell", "runserver", "qcluster"):
+        assert django_command not in listed
+    refused = cli("flush")
+    assert refused.code == 2 and "manage.py" in refused.stderr
+
+
+def test_the_version_is_the_products_own(cli):
+    expected = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    result = cli("--version")
+    assert result.code == 0 and result.stdout.strip() == f"compozy {expected}"
+
+
+def test_a_write_prints_one_line_and_its_rule_trace_only_with_verbose(cli):
+    quiet = cli("memory", "write", "--type", "project", "--name", "One Line", "--description", "Short output",
+                "--content", "A write answers with one line.")
+    assert quiet.code == 0, quiet.stderr
+    lines = quiet.stdout.strip().splitlines()
+    assert len(lines) == 1
+    op, filename, decision_id = lines[0].split()[:3]
+    assert (op, filename) == ("add", "project_one_line.md") and re.fullmatch(r"dec_[0-9a-f]{24}", decision_id)
+    verbose = cli("memory", "edit", "project_one_line.md", "--content", "A write answers with one line, or more.",
+                  "-v")
+    assert verbose.code == 0, verbose.stderr
+    assert verbose.stdout.splitlines()[0].startswith("update  project_one_line.md  dec_")
+    assert "RULE" in verbose.stdout and "filename_collision" in verbose.stdout
+
+
+def test_an_error_names_the_field_and_the_cli_adds_its_flag(cli):
+    result = cli("memory", "write", "--scope", "agent", "--type", "feedback", "--name", "x", "--description", "y",
+                 "--content", "Agent memory without an agent.")
+    assert result.code == 2
+    assert "agent_name" in result.stderr and "(--agent)" in result.stderr
+    as_json = cli("memory", "write", "--scope", "agent", "--type", "feedback", "--name", "x", "--description", "y",
+                  "--content", "Agent memory without an agent.", "-o", "json").json
+    assert as_json["code"] == "memory.scope.invalid" and "--" not in as_json["message"]
+
+
+def _seed_many(cli, count: int) -> None:
+    """Memories written straight to disk and indexed by one reindex: quicker than a process per write."""
+    root = cli.cwd / ".compozy" / "memory"
+    root.mkdir(parents=True)
+    (cli.cwd / ".compozy" / "workspace.toml").write_text(
+        'workspace_id = "01HXJ9YR4Q0000000000000000"\ncreated_at = "2026-05-04T14:30:00Z"\n'
+        f'realpath_at_creation = "{cli.cwd}"\n')
+    for index in range(count):
+        (root / f"reference_note_{index:03d}.md").write_text(
+            f"---\nname: Note {index:03d}\ndescription: A reference note numbered {index} for paging\n"
+            f"type: reference\nscope: workspace\n---\n\nReference body {index} " + "padding " * 40 + "\n")
+    assert cli("memory", "reindex", "-o", "json").code == 0
+
+
+def test_a_closed_pipe_ends_a_listing_quietly(cli):
+    _seed_many(cli, 200)
+    proc = subprocess.Popen([COMPOZY, "memory", "list", "--limit", "200", "--detail", "-o", "jsonl"], cwd=cli.cwd,
+                            env=cli.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.readline()
+    proc.stdout.close()  # what `| head -1` does after its first line
+    proc.wait(timeout=120)
+    stderr = proc.stderr.read().decode()
+    assert json.loads(first)["filename"].startswith("reference_note_")
+    assert proc.returncode == 0 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
+def test_a_write_between_two_pages_neither_repeats_nor_skips_an_item(cli):
+    _seed_many(cli, 5)
+    first = cli("memory", "list", "--sort", "name", "--limit", "2", "-o", "json").json
+    assert [m["name"] for m in first["memories"]] == ["Note 000", "Note 001"]
+    # A new memory sorting before the cut: an offset cursor would repeat Note 001 on the next page.
+    added = cli("memory", "write", "--type", "reference", "--name", "Note 000a", "--description", "Sorts early",
+                "--content", "Inserted between two page reads.")
+    assert added.code == 0, added.stderr
+    second = cli("memory", "list", "--sort", "name", "--limit", "2", "--cursor", first["page"]["next_cursor"],
+                 "-o", "json").json
+    assert [m["name"] for m in second["memories"]] == ["Note 002", "Note 003"]
+    history = cli("memory", "history", "--limit", "1", "-o", "json").json
+    assert len(history["history"]) == 1 and history["page"]["has_more"] is True
+    older = cli("memory", "history", "--limit", "1", "--cursor", history["page"]["next_cursor"], "-o", "json").json
+    assert older["history"][0] != history["history"][0]
+
+
+def test_out_of_range_limits_are_refused_below_one_and_lowered_above_the_maximum(cli):
+    low = cli("memory", "list", "--limit", "0", "-o", "json")
+    assert low.code == 2 and low.json["code"] == "memory.validation" and low.json["details"]["field"] == "limit"
+    high = cli("memory", "list", "--limit", "5000", "-o", "json")
+    assert high.code == 0 and high.json["page"]["limit"] == 200
+    history = cli("memory", "history", "--limit", "0", "-o", "json")
+    assert history.json["details"]["field"] == "limit"
+
+
+def test_history_never_prints_an_unknown_agent(cli):
+    cli("memory", "write", "--type", "project", "--name", "Agent Recall", "--description", "d",
+        "--content", "Searched from an agent scope zqagent.")
+    cli("memory", "search", "zqagent", "--scope", "agent", "--agent", "coder")
+    result = cli("memory", "history")
+    assert result.code == 0 and "None" not in result.stdout
+    assert "agent:coder:workspace" in result.stdout
+
+
+def test_shell_completion_is_offered_for_bash_and_zsh_and_completes_verbs_and_choices(cli, tmp_path):
+    for shell in ("bash", "zsh"):
+        script = cli("completion", shell)
+        assert script.code == 0 and "compozy" in script.stdout and "_ARGCOMPLETE" in script.stdout
+
+    def complete(line: str) -> set[str]:
+        out = tmp_path / "completions"
+        env = cli.env(_ARGCOMPLETE="1", _ARGCOMPLETE_IFS="\n", COMP_LINE=line, COMP_POINT=str(len(line)),
+                      _ARGCOMPLETE_STDOUT_FILENAME=str(out))
+        subprocess.run([COMPOZY], env=env, cwd=cli.cwd, capture_output=True, timeout=120, check=False)
+        return {word.strip() for word in out.read_text().split("\n") if word.strip()}
+
+    assert "memory" in complete("compozy mem")
+    assert {"list", "search", "snapshot"} <= complete("compozy memory ")
+    assert complete("compozy memory list --scope ") == {"global", "workspace", "agent"}
+
+
+def test_inspector_link_prints_the_running_servers_address(cli):
+    run = cli.home / "run"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "serve.json").write_text(json.dumps({"pid": os.getpid(), "bind": "127.0.0.1:8765"}))
+    result = cli("inspector", "link")
+    assert result.code == 0, result.stderr
+    assert result.stdout.startswith("http://127.0.0.1:8765/inspector/")
+    (run / "serve.json").write_text(json.dumps({"pid": 2**22 + 12345, "bind": "127.0.0.1:8765"}))  # no such pid
+    fallback = cli("inspector", "link")
+    assert fallback.stdout.startswith("http://127.0.0.1:8000/")
+
+
+def test_the_readme_documents_every_exit_code():
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Exit codes"):]
+    for error in vars(errors).values():
+        if isinstance(error, type) and issubclass(error, errors.CompozyError):
+            assert re.search(rf"\|\s*{error.exit_code}\s*\|[^\n]*`{re.escape(error.code)}`", section), error.code
+    assert re.search(r"\|\s*0\s*\|", section)
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp", "inspector"])
+def test_the_other_product_commands_have_help_for_every_flag_and_no_django_options(command):
+    from compozy.cli import product_commands
+
+    parsers = [product_commands()[command].create_parser("compozy", command)]
+    while parsers:
+        parser = parsers.pop()
+        flags = {flag for action in parser._actions for flag in action.option_strings}
+        assert not flags & {"--settings", "--pythonpath", "--traceback", "--no-color"}
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            else:
+                assert action.help, (command, action.option_strings)
+
+
+def test_the_scripts_are_run_from_anywhere(cli, tmp_path):
+    elsewhere = Path(tmp_path) / "elsewhere"
+    elsewhere.mkdir()
+    assert cli("memory", "list", "-o", "json", cwd=elsewhere).code == 0
