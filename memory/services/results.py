@@ -101,6 +101,15 @@ class MemoryShow(Result):
     memory: MemoryDetail
 
 
+class RuleTraceEntry(Result):
+    """One rule the controller applied, in order: whether it passed, why, and the file it was about."""
+
+    name: str
+    passed: bool
+    reason: str
+    target: str | None = None
+
+
 class DecisionSummary(Result):
     id: str
     op: str
@@ -114,7 +123,7 @@ class DecisionSummary(Result):
     targets: list[str]
     reason: str
     confidence: float
-    rule_trace: list[dict[str, Any]]
+    rule_trace: list[RuleTraceEntry]
     llm_trace: dict[str, Any] | None
     candidate_hash: str
     post_content_hash: str
@@ -258,12 +267,22 @@ class WhyRecalled(Result):
     signal: float
 
 
+class ShadowedBy(Result):
+    """The memory of a deeper scope with the same type and slug, which wins over this one."""
+
+    scope: str
+    agent_name: str | None
+    agent_tier: str | None
+    workspace_id: str | None
+    filename: str
+
+
 class SearchHit(Result):
     memory: MemorySummary
     score: float
     snippet: str
     why_recalled: WhyRecalled
-    shadowed_by: dict[str, Any] | None
+    shadowed_by: ShadowedBy | None
     banner: str | None
 
 

@@ -46,6 +46,19 @@ class SnapshotLogInput(Selector):
     session_id: str = Field(max_length=128, description="The session whose injected memories to list.")
 
 
+class SnapshotEntry(Result):
+    """One memory placed in the snapshot, in order: from a scope's index, the recall block or the checkpoint."""
+
+    root_key: str
+    scope: str
+    workspace_id: str | None
+    agent_name: str | None
+    agent_tier: str | None
+    filename: str
+    source: str
+    position: int
+
+
 class SnapshotResult(Result):
     text: str
     generation: int
@@ -53,7 +66,7 @@ class SnapshotResult(Result):
     session_id: str | None
     parent_session_id: str | None
     cached: bool
-    entries: list[dict[str, Any]]
+    entries: list[SnapshotEntry]
 
 
 class SnapshotLog(Result):
