@@ -28,15 +28,18 @@ def version() -> str:
         return "unknown"
 
 
+def product_apps() -> dict[str, str]:
+    """name → app, for the commands of the product's own apps (nothing imported yet)."""
+    from django.core.management import get_commands
+
+    return {name: app for name, app in sorted(get_commands().items()) if app.split(".")[0] in PRODUCT_PACKAGES}
+
+
 def product_commands() -> dict[str, Any]:
     """name → command instance, for the commands of the product's own apps."""
-    from django.core.management import get_commands, load_command_class
+    from django.core.management import load_command_class
 
-    commands = {}
-    for name, app in sorted(get_commands().items()):
-        if app.split(".")[0] in PRODUCT_PACKAGES:
-            commands[name] = load_command_class(app, name)
-    return commands
+    return {name: load_command_class(app, name) for name, app in product_apps().items()}
 
 
 def listed(commands: dict[str, Any]) -> dict[str, Any]:
@@ -76,16 +79,19 @@ def main(argv: list[str] | None = None) -> None:
 
     django.setup()
     args = list(sys.argv[1:] if argv is None else argv)
-    commands = product_commands()
     if "_ARGCOMPLETE" in os.environ:
         import argcomplete
 
-        argcomplete.autocomplete(build_parser(commands, full=True))
+        argcomplete.autocomplete(build_parser(product_commands(), full=True))
         return
-    if args and args[0] in commands:
-        commands[args[0]].run_from_argv(["compozy", *args])
+    apps = product_apps()
+    if args and args[0] in apps:
+        # Only the command asked for is imported: a hook or `compozy mcp` starts without loading the others.
+        from django.core.management import load_command_class
+
+        load_command_class(apps[args[0]], args[0]).run_from_argv(["compozy", *args])
         return
-    parser = build_parser(commands, full=False)
+    parser = build_parser(product_commands(), full=False)
     if not args:
         parser.print_help()
         sys.exit(2)
