@@ -16,10 +16,10 @@ from memory.domain.models import utc_now
 from memory.models import Event
 
 from .inputs import Caller, Input, Selector
-from .paging import page_of
+from .paging import cursor_field, limit_field, page_of
 from .resolution import resolve
 from .results import Page, Result, iso
-from .timefilter import parse_since
+from .timefilter import SINCE, parse_since
 
 # An op's family is its second dotted part (`memory.recall.executed` → recall), except that a rejected write is
 # its own family: operators watch rejections apart from the writes that landed.
@@ -42,11 +42,13 @@ def ops_of(family: str) -> list[str]:
 class EventListInput(Input):
     """Events of the global scope, plus one workspace's when a workspace is given; never another workspace's."""
 
-    workspace: str | None = None
-    family: EventFamily | None = None
-    since: str | None = None
-    cursor: str | None = None
-    limit: int | None = None
+    workspace: str | None = Field(default=None, description=(
+        "The workspace, as its ULID or a directory inside it: its events join the global ones."))
+    family: EventFamily | None = Field(default=None, description=(
+        "Only events of this family: write, rejected, recall, dream, extractor, provider, workspace or decisions."))
+    since: str | None = Field(default=None, description=SINCE)
+    cursor: str | None = cursor_field()
+    limit: int | None = limit_field()
 
 
 class EventItem(Result):
