@@ -85,6 +85,17 @@ def test_a_closed_pipe_ends_a_listing_quietly(cli):
     assert proc.returncode == 0 and "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
 
 
+def test_a_page_of_fifty_is_brief_unless_detail_is_asked_for(cli):
+    _seed_many(cli, 50)
+    brief = cli("memory", "list", "-o", "json")
+    detail = cli("memory", "list", "--detail", "-o", "json")
+    assert len(brief.json["memories"]) == len(detail.json["memories"]) == 50
+    assert set(brief.json["memories"][0]) == {"filename", "name", "description", "type", "scope", "agent_name",
+                                              "agent_tier", "updated_at"}
+    # The hashes, ids and sizes are most of an item's bytes.
+    assert len(brief.stdout) < 0.6 * len(detail.stdout), (len(brief.stdout), len(detail.stdout))
+
+
 def test_a_write_between_two_pages_neither_repeats_nor_skips_an_item(cli):
     _seed_many(cli, 5)
     first = cli("memory", "list", "--sort", "name", "--limit", "2", "-o", "json").json
