@@ -34,6 +34,13 @@ class ProductParser(CommandParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise ValidationError(f"{self.prog}: {message}", details={"reason": "usage"})
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # A flag generated from a model field keeps its choices for help and completion, but the model is what
+        # refuses a value, so the CLI answers with the same code and message as HTTP and MCP.
+        if getattr(action, "model_field", False):
+            return
+        super()._check_value(action, value)
+
 
 def output_from_argv(argv: list[str]) -> str:
     for index, arg in enumerate(argv):

@@ -82,21 +82,25 @@ def add_verb_arguments(parser: argparse.ArgumentParser, verb: Any) -> dict[str, 
         if shape.choices:
             kwargs["choices"] = shape.choices
         if shape.kind in ("int", "float"):
+            # Text that is not a number is still a usage error; the model judges the number (its bounds).
             kwargs["type"] = int if shape.kind == "int" else float
         if name in verb.positionals:
-            parser.add_argument(name, metavar=name, **kwargs)
+            action = parser.add_argument(name, metavar=name, **kwargs)
             flags[name] = name
-            continue
-        flag = flag_of(name)
-        flags[name] = flag
-        if shape.kind == "bool":
-            # None when absent, so the model's own default applies.
-            parser.add_argument(flag, dest=name, action="store_true", default=None, help=kwargs["help"])
-            continue
-        env = ENV_DEFAULTS.get(name)
-        default = (os.environ.get(env) or None) if env else None
-        parser.add_argument(flag, dest=name, default=default, required=info.is_required() and default is None,
-                            metavar=name.upper() if not shape.choices else None, **kwargs)
+        else:
+            flag = flag_of(name)
+            flags[name] = flag
+            if shape.kind == "bool":
+                # None when absent, so the model's own default applies.
+                action = parser.add_argument(flag, dest=name, action="store_true", default=None, help=kwargs["help"])
+            else:
+                env = ENV_DEFAULTS.get(name)
+                default = (os.environ.get(env) or None) if env else None
+                action = parser.add_argument(flag, dest=name, default=default,
+                                             required=info.is_required() and default is None,
+                                             metavar=name.upper() if not shape.choices else None, **kwargs)
+        # Choices are shown and completed, and refused by the model itself (ProductParser._check_value).
+        action.model_field = True
     if verb.switch is not None:
         parser.add_argument(flag_of(verb.switch.field), dest=verb.switch.field, action="store_true", default=None,
                             help=verb.switch.help)

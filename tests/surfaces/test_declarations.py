@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from memory.cli.flags import CLI_NAMES, flag_of, shape_of
-from memory.domain.errors import ValidationError
+from memory.domain.errors import CompozyError, ValidationError
 from memory.management.commands.memory import Command as MemoryCommand
 from memory.verbs import all_verbs
 from memory.verbs.schema import input_schema, output_schema
@@ -85,19 +85,37 @@ def test_the_product_verbs_carry_none_of_djangos_options(memory_parser):
                             "--skip-checks", "--version", "--verbosity"}, path
 
 
+@pytest.mark.parametrize(("argv", "field", "value", "code"), [
+    (["list", "--scope", "galaxy"], "scope", "galaxy", "memory.scope.invalid"),
+    (["list", "--type", "note"], "type", "note", "memory.validation"),
+    (["list", "--sort", "size"], "sort", "size", "memory.validation"),
+    (["list", "--agent-tier", "team"], "agent_tier", "team", "memory.scope.invalid"),
+    (["list", "--limit", "0"], "limit", 0, "memory.validation"),
+    (["decisions", "list", "--op", "merge"], "op", "merge", "memory.validation"),
+    (["decisions", "list", "--origin", "web"], "origin", "web", "memory.validation"),
+    (["history", "--operation", "memory.read"], "operation", "memory.read", "memory.validation"),
+])
+def test_a_value_outside_a_fields_choices_is_refused_by_the_model_as_on_every_surface(memory_parser, argv, field,
+                                                                                         value, code):
+    from memory.cli.flags import fields_of
+
+    options = vars(memory_parser.parse_args(argv))
+    verb = options["_verb"]
+    with pytest.raises(CompozyError) as from_cli:
+        verb.input.parse(fields_of(verb, options))
+    with pytest.raises(CompozyError) as from_json:  # what HTTP and MCP parse
+        verb.input.parse({field: value})
+    assert from_cli.value.code == from_json.value.code == code
+    assert from_cli.value.message == from_json.value.message
+    assert from_cli.value.details["field"] == field
+
+
 @pytest.mark.parametrize(("argv", "flag"), [
-    (["list", "--scope", "galaxy"], "--scope"),
-    (["list", "--type", "note"], "--type"),
-    (["list", "--sort", "size"], "--sort"),
-    (["list", "--agent-tier", "team"], "--agent-tier"),
-    (["decisions", "list", "--op", "merge"], "--op"),
-    (["decisions", "list", "--origin", "web"], "--origin"),
-    (["history", "--operation", "memory.read"], "--operation"),
     (["list", "-o", "yaml"], "-o"),
     (["list", "--limit", "many"], "--limit"),
     (["write", "--content", "x", "--colour", "blue"], "--colour"),
 ])
-def test_the_cli_enforces_the_models_choices_as_usage_errors(memory_parser, argv, flag):
+def test_what_is_not_a_field_is_a_usage_error(memory_parser, argv, flag):
     with pytest.raises(ValidationError) as caught:
         memory_parser.parse_args(argv)
     assert flag in caught.value.message and caught.value.details["reason"] == "usage"
