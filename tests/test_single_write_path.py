@@ -21,8 +21,8 @@ ALLOWED_WRITERS = {
     "memory/bootstrap.py": "the migration lock file under $COMPOZY_HOME/run",
     "compozy/settings.py": "the per-home secret key file",
     "compozy/gunicorn_conf.py": "chmod of the Unix socket",
-    "memory/management/commands/serve.py": "removes a stale Unix socket under $COMPOZY_HOME/run and records the "
-                                           "running server's address in $COMPOZY_HOME/run/serve.json",
+    "memory/management/commands/serve.py": "removes a stale Unix socket under $COMPOZY_HOME/run",
+    "compozy/serving.py": "records the running server's address in $COMPOZY_HOME/run/serve.json",
     "compozy/command.py": "opens /dev/null over stdout once its reader has closed the pipe",
     "memory/api/auth.py": "the API token file $COMPOZY_HOME/token, written atomically with mode 0600",
 }

@@ -22,8 +22,8 @@ class Command(ProductCommand):
         from memory.bootstrap import bootstrap
 
         bootstrap(replay=False)
+        from compozy.serving import running_address
         from inspector.signin import create_link
-        from memory.management.commands.serve import running_address
 
         base = options.get("base_url") or f"http://{running_address() or get_config(None).server.bind}"
         self.stdout.write(create_link(base) + "\n")

@@ -3,33 +3,17 @@ the Unix socket $COMPOZY_HOME/run/compozy.sock (mode 0600); the django-q2 cluste
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
 
 from compozy.command import ProductCommand
 from compozy.config import compozy_home, get_config
-
-
-def address_file() -> Path:
-    return compozy_home() / "run" / "serve.json"
-
-
-def running_address() -> str | None:
-    """The address a live `compozy serve` of this home listens on, or None when none is running."""
-    try:
-        record = json.loads(address_file().read_text())
-        os.kill(int(record["pid"]), 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return str(record["bind"])
+from compozy.serving import forget_address, record_address
 
 
 class Command(ProductCommand):
@@ -64,9 +48,7 @@ class Command(ProductCommand):
         if not options["no_cluster"]:
             children.append(subprocess.Popen([python, "-m", "compozy.cli", "qcluster"]))
         # `compozy inspector link` prints this address rather than the configured default.
-        record = address_file().with_name(f".serve.{os.getpid()}.compozy-tmp")
-        record.write_text(json.dumps({"pid": os.getpid(), "bind": bind}))
-        os.replace(record, address_file())
+        record_address(bind)
         from inspector.signin import create_link
 
         self.stdout.write(f"Compozy is serving on http://{bind}/ and unix:{socket_path}\n"
@@ -87,8 +69,7 @@ class Command(ProductCommand):
                 time.sleep(0.5)
         finally:
             stop(signal.SIGTERM, None)
-            if running_address() == bind:
-                address_file().unlink(missing_ok=True)
+            forget_address(bind)
             deadline = time.monotonic() + 15
             for child in children:
                 try:
