@@ -83,7 +83,7 @@ def test_a_memory_file_that_is_not_utf8_is_refused_alike_by_show_edit_and_promot
     attempts = [
         lambda: h.show(workspace_dir, filename="project_deploy_path.md"),
         lambda: h.edit(workspace_dir, filename="project_deploy_path.md", content="Deploys are signed."),
-        lambda: run(workspace_dir, filename="project_deploy_path.md", from_scope="workspace", to_scope="global"),
+        lambda: run(workspace_dir, filename="project_deploy_path.md", scope="workspace", to_scope="global"),
     ]
     for attempt in attempts:
         with pytest.raises(ValidationError) as error:
