@@ -98,10 +98,17 @@ def replay_unapplied() -> list[str]:
     return replayed
 
 
-def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = False) -> Outcome:
+def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = False, once: bool = False) -> Outcome:
     """The decision for the candidate, applied unless `dry_run`. A `reject` is returned like any other decision
-    (it is logged and its event recorded); the service layer turns it into the Rejected error."""
+    (it is logged and its event recorded); the service layer turns it into the Rejected error.
+
+    `once`: a candidate already decided in this root gets its earlier decision back, whatever changed since.
+    The extractor's drain replays a staged file after a crash or from the dead letters; its candidates must not
+    be decided a second time against the state their own earlier decisions produced."""
     with exclusive(config):
+        earlier = earliest_decision(candidate) if once else None
+        if earlier is not None:
+            return Outcome(earlier, applied=False, dry_run=dry_run)
         target = candidate.target_filename or ""
         if target:
             # A hand edit of the target since the last reindex is recorded first, so prior_content is true.
@@ -127,6 +134,11 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
             if decision.op in (Op.ADD, Op.UPDATE) else None
         apply_decision(decision, root=root, document=document)
         return Outcome(decision, applied=decision.op in MUTATING_OPS, dry_run=False)
+
+
+def earliest_decision(candidate: Candidate) -> Decision | None:
+    return (Decision.objects.filter(candidate_hash=candidate.candidate_hash(), root_key=candidate.ref.root_key)
+            .order_by("decided_at", "id").first())
 
 
 def previous_decision(candidate: Candidate, root: Path) -> Decision | None:

@@ -50,16 +50,26 @@ def write_lock(timeout_ms: int) -> Iterator[None]:
 
 
 @contextmanager
-def _file_lock(deadline: float, timeout_ms: int) -> Iterator[None]:
+def drain_lock(timeout_ms: int) -> Iterator[None]:
+    """One extractor drain at a time, across processes. Whoever holds it knows that a claimed inbox file is no
+    live drain's: the kernel dropped the lock of the drain that claimed it when it died."""
+    with _file_lock(time.monotonic() + timeout_ms / 1000, timeout_ms, name="extractor-drain.lock",
+                    holder="extractor drain ran"):
+        yield
+
+
+@contextmanager
+def _file_lock(deadline: float, timeout_ms: int, *, name: str = "write.lock",
+               holder: str = "writer held the memory write lock") -> Iterator[None]:
     run_dir = compozy_home() / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_dir / "write.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(run_dir / name, os.O_RDWR | os.O_CREAT, 0o600)
     owned = True
     try:
         if not _acquire(fd, deadline):
             owned = False  # a waiter thread still blocks on the descriptor; it releases and closes it
             raise ControllerTimeout(
-                f"Another writer held the memory write lock for more than {timeout_ms} ms.",
+                f"Another {holder} for more than {timeout_ms} ms.",
                 details={"timeout_ms": timeout_ms},
             )
         try:

@@ -114,18 +114,29 @@ def decide(candidate: Candidate, view: CatalogView, settings: RuleSettings) -> V
     _trace(trace, "exact_duplicate", False, "no target has this body", None)
 
     # 5. Filename collision.
+    stem = filename.split("_", 1)[-1].removesuffix(".md")
+    entity = entity_key(slugify(candidate.entity) if candidate.entity else stem)
+    # An autonomous writer that declared an entity slot and whose generated name is that slot's file is updating
+    # the slot, not colliding by accident: the entity-slot rule decides, as it would for any other file of the slot.
+    slot_owns_file = bool(candidate.entity) and same_file is not None and entity == entity_key(stem)
     if same_file is not None:
         if candidate.origin in AUTONOMOUS_ORIGINS and not candidate.named_target:
-            _trace(trace, "filename_collision", True, "autonomous origin named no target; never overwrite", filename)
-            return Verdict(Op.NOOP, filename, [filename], trace,
-                           "an autonomous write collided with an existing file and named no target")
-        _trace(trace, "filename_collision", True, "the file exists", filename)
-        return Verdict(Op.UPDATE, filename, [filename], trace, f"update of {filename}")
-    _trace(trace, "filename_collision", False, "no file with this name", filename)
+            if not slot_owns_file:
+                _trace(trace, "filename_collision", True, "autonomous origin named no target; never overwrite",
+                       filename)
+                return Verdict(Op.NOOP, filename, [filename], trace,
+                               "an autonomous write collided with an existing file and named no target")
+            _trace(trace, "filename_collision", False, "the file is the declared entity slot's; the slot decides",
+                   filename)
+        else:
+            _trace(trace, "filename_collision", True, "the file exists", filename)
+            return Verdict(Op.UPDATE, filename, [filename], trace, f"update of {filename}")
+    else:
+        _trace(trace, "filename_collision", False, "no file with this name", filename)
 
-    # 6. Entity slot: the entity is the filename stem without the type prefix; the attribute is the type.
-    entity = entity_key(slugify(candidate.entity) if candidate.entity else filename.split("_", 1)[-1].removesuffix(".md"))
-    slot = [t for t in view.by_entity(entity, front.type.value) if t.filename != filename]
+    # 6. Entity slot: the entity is the filename stem without the type prefix (or the entity the candidate
+    # declares); the attribute is the type.
+    slot = [t for t in view.by_entity(entity, front.type.value) if t.filename != filename or slot_owns_file]
     if len(slot) == 1:
         _trace(trace, "entity_slot", True, "one memory holds this entity and type", slot[0].filename)
         return Verdict(Op.UPDATE, slot[0].filename, [slot[0].filename], trace,

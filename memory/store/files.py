@@ -83,14 +83,35 @@ def read_tail(path: Path, size: int) -> bytes | None:
         return None
 
 
-def remove_file(path: Path, *, step: Step = _noop_step) -> None:
+def remove_file(path: Path, *, step: Step = _noop_step, durable: bool = True) -> None:
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
     else:
-        fsync_dir(path.parent)
+        if durable:
+            fsync_dir(path.parent)
     step("after_rename")
+
+
+def rename_file(source: Path, target: Path, *, durable: bool = True) -> None:
+    """Rename; with `durable`, fsync the directories so the new name survives a machine crash. Callers whose
+    rename is safe to lose (the next run redoes it idempotently) skip the fsync."""
+    ensure_dir(target.parent)
+    os.replace(source, target)
+    if durable:
+        fsync_dir(target.parent)
+        if source.parent != target.parent:
+            fsync_dir(source.parent)
+
+
+def remove_empty_dir(path: Path) -> bool:
+    """Remove a directory only if it is empty; a directory that gained a file meanwhile is left alone."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
 
 
 def remove_stale_temp_files(root: Path) -> int:

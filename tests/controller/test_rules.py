@@ -103,6 +103,24 @@ def test_a_filename_collision_updates_for_operators_and_noops_for_autonomous_wri
     assert decide(candidate(origin=Origin.DREAMING, named=True), view, RULES).op is Op.UPDATE
 
 
+def test_an_autonomous_writer_whose_declared_slot_owns_the_colliding_file_updates_it_through_the_slot():
+    view = FakeView(("project_runtime_docs.md", "Runtime Docs", "d", "An older statement."))
+    slotted = candidate(origin=Origin.EXTRACTOR).model_copy(update={"entity": "docs runtime"})
+    verdict = decide(slotted, view, RULES)
+    assert verdict.op is Op.UPDATE
+    assert verdict.target_filename == "project_runtime_docs.md"
+    trace = {entry["name"]: entry for entry in verdict.rule_trace}
+    assert trace["filename_collision"]["passed"] is False and trace["entity_slot"]["passed"] is True
+
+
+def test_an_autonomous_writer_declaring_another_slot_still_never_overwrites_a_colliding_file():
+    view = FakeView(("project_runtime_docs.md", "Runtime Docs", "d", "An older statement."))
+    elsewhere = candidate(origin=Origin.EXTRACTOR).model_copy(update={"entity": "release cadence"})
+    verdict = decide(elsewhere, view, RULES)
+    assert verdict.op is Op.NOOP
+    assert [e["name"] for e in verdict.rule_trace][-1] == "filename_collision"
+
+
 def test_the_entity_slot_updates_the_one_memory_holding_the_entity():
     view = FakeView(("project_docs_runtime.md", "Docs Runtime", "d", "Something unrelated entirely."))
     verdict = decide(candidate(), view, RULES)
