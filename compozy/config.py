@@ -111,8 +111,27 @@ class ProviderConfig(_Section):
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"
     timeout: int = 30_000
+    # After this many consecutive failed calls the endpoint is left alone for `cooldown`.
+    failure_threshold: int = Field(3, ge=1, le=100)
+    cooldown: int = 60_000
 
-    _ms = field_validator("timeout", mode="before")(classmethod(lambda cls, v: _duration_ms(v)))
+    _ms = field_validator("timeout", "cooldown", mode="before")(classmethod(lambda cls, v: _duration_ms(v)))
+
+
+class ExtractorConfig(_Section):
+    """Memories proposed from session transcripts (see memory/services/extractor.py)."""
+
+    enabled: bool = True
+    # One run may take this long (provider call included) before it is abandoned as failed.
+    deadline: int = 60_000
+    # Requests arriving while a session's run is in progress are folded into one follow-up run, up to this many.
+    coalesce_max: int = Field(16, ge=1, le=1000)
+    # Earlier turns shown with the new ones, only so a bare correction ("no, it's 5433") knows what it corrects.
+    context_turns: int = Field(4, ge=0, le=50)
+    # New turns sent to the provider in one run; a longer backlog is read in several runs.
+    max_turns: int = Field(200, ge=1, le=10_000)
+
+    _ms = field_validator("deadline", mode="before")(classmethod(lambda cls, v: _duration_ms(v)))
 
 
 class MemoryConfig(_Section):
@@ -123,6 +142,7 @@ class MemoryConfig(_Section):
     decisions: DecisionsConfig = DecisionsConfig()
     workspace: WorkspaceConfig = WorkspaceConfig()
     provider: ProviderConfig = ProviderConfig()
+    extractor: ExtractorConfig = ExtractorConfig()
 
 
 class CompactionConfig(_Section):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memory.domain.extraction import DEFAULT_SCOPE, ExtractedMemory, Turn
 from memory.domain.text import overlap_words
 
 from .base import ProviderError
+from .extract_rules import extract
 
 # A candidate whose words mostly coincide with one target's is a restatement of it.
 NEAR_DUPLICATE_JACCARD = 0.6
@@ -53,3 +55,14 @@ class LocalProvider:
                 "reason": f"no single near-duplicate target (best word jaccard {best_score:.2f})",
             }
         return json.dumps(answer)
+
+    def _task_extract(self, payload: dict[str, Any]) -> str:
+        # The same JSON lines a model would answer, so they go through the same strict parser.
+        turns = [Turn(**turn) for turn in payload["turns"]]
+        context = [Turn(**turn) for turn in payload.get("context", [])]
+        lines = [
+            ExtractedMemory(type=p.type, scope=DEFAULT_SCOPE[p.type], agent_tier=None, content=p.content,
+                            evidence=list(p.evidence), entity=p.entity, attribute=p.attribute).line()
+            for p in extract(turns, context=context)
+        ]
+        return "\n".join(lines)
