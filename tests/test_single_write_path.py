@@ -28,9 +28,13 @@ ALLOWED_WRITERS = {
 }
 # Only these may call the store's mutating helpers.
 HELPER_CALLERS = {"memory/controller/core.py", "memory/controller/apply.py", "memory/controller/reconcile.py",
-                  "memory/controller/replay.py"}
+                  "memory/controller/replay.py",
+                  # the extractor's inbox (_inbox/) and dead letters (_system/extractor/failures/): staged files are
+                  # written whole by atomic_write, claimed by rename, removed once drained
+                  "memory/controller/inbox.py"}
 
-MUTATING_HELPERS = {"atomic_write", "append_durably", "remove_file", "remove_stale_temp_files", "make_scope_dirs"}
+MUTATING_HELPERS = {"atomic_write", "append_durably", "remove_file", "remove_stale_temp_files", "make_scope_dirs",
+                    "rename_file", "remove_empty_dir"}
 
 WRITE_ATTRS = {"write_text", "write_bytes", "unlink", "rename", "replace", "rmdir", "mkdir", "touch", "chmod",
                "symlink_to", "hardlink_to"}

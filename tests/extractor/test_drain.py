@@ -1,0 +1,160 @@
+"""Staging and draining through the real controller: inbox files on disk, decisions in the log, memories on disk,
+dead letters and their replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compozy.config import load_config
+from memory.controller import inbox
+from memory.controller.core import submit
+from memory.controller.drain import drain_inbox
+from memory.domain.enums import Origin, Scope
+from memory.domain.extraction import ExtractedMemory, RunSource, StagedCandidate, Turn
+from memory.domain.models import Candidate, Frontmatter, Provenance, ScopeRef
+from memory.models import Decision
+from memory.services.context import Caller, resolve_workspace
+from memory.sessions.extraction import SessionSource, extract_turns
+from tests import helpers as h
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ws(home, workspace_dir):
+    identity = resolve_workspace(None, Caller(origin=Origin.CLI, cwd=workspace_dir), create=True)
+    return identity
+
+
+def global_root(home: Path) -> Path:
+    return home / "memory"
+
+
+def extract(ws, session: str, *texts: str, first_seq: int = 1, context: list[Turn] | None = None):
+    turns = [Turn(seq, "user", text) for seq, text in enumerate(texts, start=first_seq)]
+    return extract_turns(source=SessionSource(session, "root-" + session, ws.id), turns=turns,
+                         context=context or [], config=load_config())
+
+
+def line(session: str, content: str, attribute: str, *, ws_id: str = "", scope: str = "global",
+         memory_type: str = "user", seq: int = 1) -> str:
+    memory = ExtractedMemory(type=memory_type, scope=scope, agent_tier=None, content=content, evidence=[seq],
+                             entity="user", attribute=attribute)
+    source = RunSource(session=session, root_session=session, from_seq=seq, until_seq=seq, workspace_id=ws_id)
+    return StagedCandidate(source=source, memory=memory).line()
+
+
+def test_a_run_stages_one_file_named_by_time_and_last_seq_with_its_source_on_every_line(ws, home):
+    outcome = extract(ws, "sess-a", "My editor is helix.", "We use pnpm for package management.")
+    path = global_root(home) / outcome.staged_file
+    assert path.parent == global_root(home) / "_inbox" / "sess-a"
+    assert path.name.endswith("-2.jsonl") and path.name[:8].isdigit()
+    lines = [StagedCandidate.model_validate_json(text) for text in path.read_text().splitlines()]
+    assert [(s.source.session, s.source.root_session, s.source.from_seq, s.source.until_seq) for s in lines] == \
+        [("sess-a", "root-sess-a", 1, 2)] * 2
+
+
+def test_the_drain_submits_every_candidate_as_the_extractor_and_empties_the_inbox(ws, home):
+    extract(ws, "sess-a", "My editor is helix.", "We use pnpm for package management.")
+    report = drain_inbox(load_config())
+    assert report.ops == {"add": 2} and report.failures == []
+    decisions = {d.target_filename: d for d in Decision.objects.all()}
+    assert set(decisions) == {"user_editor.md", "project_tool_for_package_management.md"}
+    assert {d.origin for d in decisions.values()} == {"extractor"}
+    assert {d.session_id for d in decisions.values()} == {"sess-a"}
+    user_file = global_root(home) / "user_editor.md"
+    text = user_file.read_text()
+    assert "source_actor: extractor" in text and "- sess-a" in text and "My editor is helix." in text
+    assert (ws.directory / ".compozy" / "memory" / "project_tool_for_package_management.md").is_file()
+    assert inbox.inbox_files(global_root(home)) == []
+
+
+def test_files_are_drained_oldest_first_across_sessions(ws, home):
+    extract(ws, "sess-b", "My editor is vim.")
+    extract(ws, "sess-a", "No, it's helix.", first_seq=5, context=[Turn(1, "user", "My editor is vim.")])
+    report = drain_inbox(load_config())
+    assert [c.session for c in report.candidates] == ["sess-b", "sess-a"]
+    assert [c.op for c in report.candidates] == ["add", "update"]
+
+
+def test_a_correction_updates_the_same_memory_through_the_entity_slot(ws, home):
+    extract(ws, "sess-a", "Remember that our staging database is on port 5432.")
+    drain_inbox(load_config())
+    extract(ws, "sess-a", "No, it's 5433.", first_seq=2,
+            context=[Turn(1, "user", "Remember that our staging database is on port 5432.")])
+    report = drain_inbox(load_config())
+    [correction] = report.candidates
+    assert correction.op == "update"
+    memories = ws.directory / ".compozy" / "memory"
+    assert sorted(p.name for p in memories.glob("reference_*.md")) == ["reference_staging_database.md"]
+    assert "port 5433" in (memories / "reference_staging_database.md").read_text()
+    decision = Decision.objects.get(id=correction.decision_id)
+    trace = {entry["name"]: entry["passed"] for entry in decision.rule_trace}
+    assert trace["entity_slot"] is True and trace["filename_collision"] is False
+
+
+def test_a_partial_file_is_never_drained(ws, home):
+    session_dir = global_root(home) / "_inbox" / "sess-a"
+    session_dir.mkdir(parents=True)
+    # What a stager killed between its temp write and its rename leaves behind, and a file still being written.
+    (session_dir / ".20250101T000000000000Z-3.jsonl.1234.abcd.compozy-tmp").write_text(
+        line("sess-a", "My editor is helix.", "editor") + "\n")
+    report = drain_inbox(load_config())
+    assert report.files == [] and report.candidates == [] and Decision.objects.count() == 0
+
+
+def test_a_file_that_fails_moves_whole_to_the_dead_letters_with_its_stage(ws, home):
+    root = global_root(home)
+    good = line("sess-a", "My editor is helix.", "editor")
+    item = inbox.stage(root, session="sess-a", until_seq=2, lines=[good, good.replace('"content"', '"contents"')])
+    staged_text = item.path.read_text()
+    report = drain_inbox(load_config())
+    [name] = report.failures
+    assert name.endswith(f"-{item.path.name}.json")
+    record = json.loads((root / "_system" / "extractor" / "failures" / name).read_text())
+    assert set(record) == {"stage", "source", "error", "content", "recorded_at"}
+    assert record["stage"] == "parse" and "line 2" in record["error"]
+    assert record["content"] == staged_text
+    assert record["source"]["file"] == f"_inbox/sess-a/{item.path.name}"
+    assert inbox.inbox_files(root) == [] and Decision.objects.count() == 0
+
+
+def test_a_dead_letter_replays_once_its_cause_is_fixed_and_replaying_again_changes_nothing(ws, home, tmp_path):
+    root = global_root(home)
+    unknown = "01HXJ9YR4Q0000000000000001"
+    lines = [line("sess-a", "My editor is helix.", "editor"),
+             line("sess-a", "Our CI runs nightly.", "ci", ws_id=unknown, scope="workspace", memory_type="project")]
+    inbox.stage(root, session="sess-a", until_seq=1, lines=lines)
+    [name] = drain_inbox(load_config()).failures
+    record = inbox.read_failure(root, name)
+    assert record.stage == "resolve" and unknown in record.error
+    # The first line was decided before the second failed; the memory exists once.
+    assert list(Decision.objects.values_list("op", flat=True)) == ["add"]
+
+    # The workspace becomes known here (as if it were opened on this machine), and the dead letter is replayed.
+    staged_text = record.content.replace(unknown, ws.id)
+    inbox.remove_failure(root, name)
+    inbox.stage(root, session="sess-a", until_seq=1, lines=staged_text.splitlines())
+    replayed = drain_inbox(load_config())
+    assert [c.op for c in replayed.candidates] == ["add", "add"]
+    assert [c.applied for c in replayed.candidates] == [False, True]  # the first got its earlier decision back
+    assert Decision.objects.count() == 2
+
+    inbox.stage(root, session="sess-a", until_seq=1, lines=staged_text.splitlines())
+    again = drain_inbox(load_config())
+    assert [c.applied for c in again.candidates] == [False, False] and Decision.objects.count() == 2
+
+
+def test_an_autonomous_candidate_never_overwrites_a_memory_whose_name_it_only_shares(ws, home):
+    h.write(ws.directory, type="user", scope="global", name="Editor", content="The operator's own note on editors.")
+    before = (global_root(home) / "user_editor.md").read_text()
+    front = Frontmatter(name="Editor", description="d", type="user", scope="global",
+                        provenance=Provenance(source_actor=Origin.EXTRACTOR))
+    # No entity slot declared: the generated name alone must never make it an update.
+    candidate = Candidate(ref=ScopeRef(scope=Scope.GLOBAL), origin=Origin.EXTRACTOR, frontmatter=front,
+                          body="Something generated.", target_filename="user_editor.md", session_id="s")
+    outcome = submit(candidate, root=global_root(home), config=load_config())
+    assert outcome.decision.op == "noop" and (global_root(home) / "user_editor.md").read_text() == before
