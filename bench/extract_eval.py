@@ -1,0 +1,247 @@
+"""Extractor quality and speed on a labelled conversational dataset, through the real product path.
+
+    .venv/bin/python bench/extract_eval.py                       # ../shared/data/extract-dev, dev 0-2, check 3-4
+    .venv/bin/python bench/extract_eval.py --speed-turns 200     # a quick smoke run
+
+Input (read in place, never copied): `sessions.jsonl` lines `{conv, session, time, speakers, turns: [{turn, role,
+text}]}` and `facts.jsonl` lines `{conv, session, about, fact, source_turns: [turn ids]}`. As the data's README
+says, every turn is treated as a user turn (both speakers are people).
+
+Quality: each session's turns go through `extract_turns` (the configured provider, the strict parser, the policy,
+the inbox) and then `drain_inbox` (every staged candidate submitted through the controller) in a scratch home. The
+candidates measured are the lines actually staged. Metric (the README's, turn-level so wording does not matter):
+- a candidate is supported when the turns it cites as evidence include a source turn of some fact; precision is
+  supported candidates / candidates;
+- a fact is found when some candidate cites one of its source turns; recall is found facts / facts.
+Beside it, in the same run: the one-candidate-per-turn floor (recall 1.0) and a single first-person regular
+expression (one candidate per turn that has a sentence starting with "I" or "My").
+The conversations are split into the development half (`--dev`, default 0-2, what the rules were written
+against) and the check half (the rest); both are reported, and the targets apply to each.
+
+What the rules missed: each fact not found is classified by why its source turn proposed nothing (the reason of
+its closest sentence, see extract_rules.miss_reason), counted by kind; with `--examples` a few facts of each kind
+are printed too. Per-rule precision comes from the local rules run over the same turns.
+
+Speed: the first `--speed-turns` turns, each one as its own run (one persisted turn, one extraction, one drain, as
+a live session triggers them) in a fresh home: turns/s and the per-turn latency distribution. The rules alone on
+the same turns are the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402  (must come before Django)
+
+DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "extract-dev"
+TARGETS = {"precision_min": 0.7, "recall_min": 0.35, "turns_per_second_min": 200}
+FIRST_PERSON_SENTENCE = re.compile(r"(?:^|[.!?]\s+)(?:I|My)\b")
+EXAMPLES_PER_KIND = 3
+
+
+def load(data: Path) -> tuple[list[dict], list[dict]]:
+    with (data / "sessions.jsonl").open() as handle:
+        sessions = [json.loads(line) for line in handle]
+    with (data / "facts.jsonl").open() as handle:
+        facts = [json.loads(line) for line in handle]
+    return sessions, facts
+
+
+def conv_number(conv: str) -> int:
+    return int(conv.rsplit("-", 1)[-1])
+
+
+def session_id(session: dict) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{session['conv']}.{session['session']}")
+
+
+def as_turns(session: dict):  # noqa: ANN201 - memory.domain.extraction.Turn, imported after Django starts
+    from memory.domain.extraction import Turn
+
+    return [Turn(seq=index, role="user", text=turn["text"]) for index, turn in enumerate(session["turns"], start=1)]
+
+
+def scores(cited: list[tuple[str, str]], facts: list[dict], source_turns: set[tuple[str, str]]) -> dict[str, object]:
+    """cited: one (conv, turn id) per candidate (a candidate citing several turns is listed once per turn by the
+    caller through `any`)."""
+    supported = sum(1 for key in cited if key in source_turns)
+    cited_set = set(cited)
+    found = sum(1 for fact in facts if any((fact["conv"], t) in cited_set for t in fact["source_turns"]))
+    return {"candidates": len(cited), "supported": supported, "facts": len(facts), "found": found,
+            "precision": round(supported / len(cited), 4) if cited else 0.0,
+            "recall": round(found / len(facts), 4) if facts else 0.0}
+
+
+def quality(env: common.Env, sessions: list[dict], facts: list[dict], dev: set[int], examples: bool) -> dict:
+    from compozy.config import load_config
+    from memory.controller.drain import drain_inbox
+    from memory.domain.extraction import StagedCandidate
+    from memory.providers import extract_rules
+    from memory.sessions.extraction import SessionSource, extract_turns
+    from memory.store.roots import global_root
+
+    config = load_config()
+    workspace_id = workspace_of(env)
+    source_turns = {(f["conv"], t) for f in facts for t in f["source_turns"]}
+    halves = {"dev": [s for s in sessions if conv_number(s["conv"]) in dev],
+              "check": [s for s in sessions if conv_number(s["conv"]) not in dev]}
+    result: dict[str, object] = {}
+    drained_ops: Counter[str] = Counter()
+    for half, chosen in halves.items():
+        convs = {s["conv"] for s in chosen}
+        half_facts = [f for f in facts if f["conv"] in convs]
+        cited: list[tuple[str, str]] = []
+        floor: list[tuple[str, str]] = []
+        regex: list[tuple[str, str]] = []
+        per_rule: dict[str, Counter[str]] = defaultdict(Counter)
+        for session in chosen:
+            turn_ids = {index: turn["turn"] for index, turn in enumerate(session["turns"], start=1)}
+            turns = as_turns(session)
+            sid = session_id(session)
+            outcome = extract_turns(source=SessionSource(sid, sid, workspace_id), turns=turns, context=[],
+                                    config=config)
+            if outcome.staged_file:
+                staged = [StagedCandidate.model_validate_json(line) for line in
+                          (global_root() / outcome.staged_file).read_text().splitlines() if line.strip()]
+                for line in staged:
+                    keys = [(session["conv"], turn_ids[seq]) for seq in line.memory.evidence]
+                    # A candidate citing several turns is supported when any is a source turn: count it once.
+                    hit = next((key for key in keys if key in source_turns), keys[0])
+                    cited.append(hit)
+            report = drain_inbox(config)
+            drained_ops.update(report.ops)
+            if report.failures:
+                raise SystemExit(f"drain failures in a clean run: {report.failures}")
+            for turn in session["turns"]:
+                floor.append((session["conv"], turn["turn"]))
+                if FIRST_PERSON_SENTENCE.search(turn["text"]):
+                    regex.append((session["conv"], turn["turn"]))
+            for proposal in extract_rules.extract(turns):
+                key = (session["conv"], turn_ids[proposal.evidence[0]])
+                per_rule[proposal.kind]["candidates"] += 1
+                per_rule[proposal.kind]["supported"] += key in source_turns
+        cited_set = set(cited)
+        missed = [f for f in half_facts if not any((f["conv"], t) in cited_set for t in f["source_turns"])]
+        text_of = {(s["conv"], t["turn"]): t["text"] for s in chosen for t in s["turns"]}
+        miss_kinds: Counter[str] = Counter()
+        miss_examples: dict[str, list[str]] = defaultdict(list)
+        for fact in missed:
+            reasons = [extract_rules.miss_reason(text_of[(fact["conv"], t)]) for t in fact["source_turns"]
+                       if (fact["conv"], t) in text_of]
+            kind = min(reasons, key=extract_rules.MISS_REASONS.index) if reasons else "empty"
+            miss_kinds[kind] += 1
+            if examples and len(miss_examples[kind]) < EXAMPLES_PER_KIND:
+                miss_examples[kind].append(fact["fact"][:100])
+        result[half] = {
+            "conversations": sorted(convs),
+            "product": scores(cited, half_facts, source_turns),
+            "floor_one_candidate_per_turn": scores(floor, half_facts, source_turns),
+            "single_first_person_regex": scores(regex, half_facts, source_turns),
+            "per_rule": {kind: {"candidates": c["candidates"],
+                                "precision": round(c["supported"] / c["candidates"], 4)}
+                         for kind, c in sorted(per_rule.items(), key=lambda item: -item[1]["candidates"])},
+            "missed_facts_by_kind": dict(miss_kinds.most_common()),
+            **({"missed_examples": dict(miss_examples)} if examples else {}),
+        }
+    result["drained_decision_ops"] = dict(drained_ops)
+    return result
+
+
+def workspace_of(env: common.Env) -> str:
+    from memory.domain.enums import Origin
+    from memory.services.context import Caller, resolve_workspace
+
+    identity = resolve_workspace(None, Caller(origin=Origin.CLI, cwd=env.workspace), create=True)
+    assert identity is not None
+    return identity.id
+
+
+def speed(env: common.Env, sessions: list[dict], count: int) -> dict:
+    from compozy.config import load_config
+    from memory.controller.drain import drain_inbox
+    from memory.providers import extract_rules
+    from memory.sessions.extraction import SessionSource, extract_turns
+
+    config = load_config()
+    workspace_id = workspace_of(env)
+    picked = []
+    for session in sessions:
+        sid = "speed." + session_id(session)
+        picked.extend((sid, turn) for turn in as_turns(session))
+        if len(picked) >= count:
+            break
+    picked = picked[:count]
+    per_turn: list[float] = []
+    floor: list[float] = []
+    candidates = 0
+    started = time.perf_counter()
+    for sid, turn in picked:
+        began = time.perf_counter()
+        outcome = extract_turns(source=SessionSource(sid, sid, workspace_id), turns=[turn], context=[],
+                                config=config)
+        drain_inbox(config)
+        per_turn.append(time.perf_counter() - began)
+        candidates += outcome.candidate_count
+    total = time.perf_counter() - started
+    for _sid, turn in picked:
+        began = time.perf_counter()
+        extract_rules.extract([turn])
+        floor.append(time.perf_counter() - began)
+    return {
+        "turns": len(picked),
+        "candidates": candidates,
+        "seconds": round(total, 3),
+        "turns_per_second": round(len(picked) / total, 1) if total else 0.0,
+        "per_turn_ms": common.latency_summary(per_turn),
+        "floor_rules_only": {"turns_per_second": round(len(floor) / sum(floor), 1) if sum(floor) else 0.0,
+                             "per_turn_ms": common.latency_summary(floor)},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--dev", default="0,1,2", help="conversation numbers of the development half")
+    parser.add_argument("--speed-turns", type=int, default=1000)
+    parser.add_argument("--examples", action="store_true", help="print a few missed facts of each kind")
+    parser.add_argument("--speed-worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    sessions, facts = load(args.data)
+    if args.speed_worker:
+        # Its own process and home: the speed run starts from an empty home, not from the quality run's.
+        common.worker_process("extract-speed", lambda env: speed(env, sessions, args.speed_turns))
+        return
+    dev = {int(part) for part in args.dev.split(",") if part.strip()}
+    env = common.start("extract")
+    try:
+        from compozy.config import load_config
+
+        provider = load_config().memory.provider.kind
+        common.log(f"quality: {len(sessions)} sessions through extract_turns and drain_inbox")
+        measured = quality(env, sessions, facts, dev, args.examples)
+    finally:
+        common.finish()
+    common.log(f"speed: {args.speed_turns} turns, one run and one drain each")
+    timed = common.run_child([sys.executable, __file__, "--speed-worker", "--data", str(args.data),
+                              "--speed-turns", str(args.speed_turns)])
+    common.emit({
+        "benchmark": "extract_eval",
+        "machine": common.machine(),
+        "data": str(args.data),
+        "provider": provider,
+        "quality": measured,
+        "speed": timed,
+        "targets": TARGETS,
+    })
+
+
+if __name__ == "__main__":
+    main()
