@@ -17,7 +17,7 @@ from django.db import OperationalError
 from pydantic import ValidationError as PydanticValidationError
 
 from compozy.config import Config
-from memory.domain.errors import ControllerTimeout, MemoryError_, Rejected
+from memory.domain.errors import ControllerTimeout, MemoryError_
 from memory.domain.extraction import FailureSource, StagedCandidate, candidate_from_staged
 from memory.store.roots import global_root
 
@@ -128,21 +128,16 @@ def _submit_line(item: inbox.InboxFile, number: int, line: StagedCandidate, conf
         raise _FileFailed("resolve", f"line {number}: the workspace {candidate.ref.workspace_id} is not known on "
                                      "this machine", source)
     try:
+        # A scanner reject is a decision like any other (logged, with its event): reported, not a failure.
         outcome = submit(candidate, root=root, config=config, once=True)
-        decision, applied = outcome.decision, outcome.applied
-        drained = DrainedCandidate(item.relative, number, line.source.session, decision.id, decision.op, applied,
-                                   decision.target_filename)
-    except Rejected as rejected:
-        # The scanner's verdict is a decision like any other: logged, with its event. Nothing more to do.
-        summary = rejected.details.get("decision", {})
-        drained = DrainedCandidate(item.relative, number, line.source.session, summary.get("id", ""), "reject",
-                                   False, summary.get("target_filename") or "")
     except (ControllerTimeout, OperationalError):
         raise  # busy, not broken: the file stays claimed and the next drain takes it again
     except Exception as exc:  # noqa: BLE001 - a poison file must not block every file after it; it is dead-lettered
         _log.exception("extractor drain: %s line %s could not be submitted", item.relative, number)
         raise _FileFailed("submit", f"line {number}: {_message(exc)}", source) from None
-    report.candidates.append(drained)
+    decision = outcome.decision
+    report.candidates.append(DrainedCandidate(item.relative, number, line.source.session, decision.id, decision.op,
+                                              outcome.applied, decision.target_filename))
 
 
 def _message(exc: BaseException) -> str:

@@ -158,3 +158,12 @@ def test_an_autonomous_candidate_never_overwrites_a_memory_whose_name_it_only_sh
                           body="Something generated.", target_filename="user_editor.md", session_id="s")
     outcome = submit(candidate, root=global_root(home), config=load_config())
     assert outcome.decision.op == "noop" and (global_root(home) / "user_editor.md").read_text() == before
+
+
+def test_a_candidate_the_scanner_rejects_is_a_reject_decision_not_a_dead_letter(ws, home):
+    # The policy keeps secrets out of the inbox; a line staged by hand meets the controller's scanner instead.
+    inbox.stage(global_root(home), session="sess-a", until_seq=1,
+                lines=[line("sess-a", "The token is sk-THISISASECRETVALUE1234567890.", "token")])
+    report = drain_inbox(load_config())
+    assert report.failures == [] and [(c.op, c.applied) for c in report.candidates] == [("reject", False)]
+    assert Decision.objects.get().op == "reject"
