@@ -157,7 +157,8 @@ def quality(env: common.Env, sessions: list[dict], facts: list[dict], dev: set[i
 
 def workspace_of(env: common.Env) -> str:
     from memory.domain.enums import Origin
-    from memory.services.context import Caller, resolve_workspace
+    from memory.services.inputs import Caller
+    from memory.services.resolution import resolve_workspace
 
     identity = resolve_workspace(None, Caller(origin=Origin.CLI, cwd=env.workspace), create=True)
     assert identity is not None

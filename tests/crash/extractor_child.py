@@ -38,7 +38,8 @@ def main() -> None:
     from memory.controller.drain import drain_inbox
     from memory.domain.enums import Origin
     from memory.domain.extraction import Turn
-    from memory.services.context import Caller, resolve_workspace
+    from memory.services.inputs import Caller
+    from memory.services.resolution import resolve_workspace
     from memory.sessions.extraction import SessionSource, extract_turns
 
     config = load_config()

@@ -16,7 +16,8 @@ from memory.domain.enums import Origin, Scope
 from memory.domain.extraction import ExtractedMemory, RunSource, StagedCandidate, Turn
 from memory.domain.models import Candidate, Frontmatter, Provenance, ScopeRef
 from memory.models import Decision
-from memory.services.context import Caller, resolve_workspace
+from memory.services.inputs import Caller
+from memory.services.resolution import resolve_workspace
 from memory.sessions.extraction import SessionSource, extract_turns
 from tests import helpers as h
 
