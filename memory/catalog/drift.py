@@ -9,8 +9,9 @@ from pathlib import Path
 from django.db import connection
 
 from memory.domain.document import parse_document
-from memory.domain.errors import DOCUMENT_ERRORS
+from memory.domain.errors import DOCUMENT_ERRORS, ValidationError
 from memory.domain.models import sha256_text
+from memory.domain.names import INDEX_FILENAME
 from memory.store import files
 
 
@@ -70,6 +71,13 @@ def drift_for_root(root_key: str, root: Path, *, include_system: bool = False) -
     # The filename carries the type; an ad-hoc note's type lives only in its frontmatter.
     report.files_by_type.update(listing.kinds.values())
     report.indexed_files = len(catalog)
+    try:
+        files.check_root(root)
+    except ValidationError as exc:
+        report.invalid.append({"filename": str(exc.details["filename"]), "reason": files.SYMLINK_REASON})
+    if (root / INDEX_FILENAME).is_symlink():
+        # Never read or appended through; the next write or reindex renders the index whole over the link.
+        report.invalid.append({"filename": INDEX_FILENAME, "reason": files.SYMLINK_REASON})
     for filename, stat in listing.documents.items():
         known = catalog.get(filename)
         if known is None:

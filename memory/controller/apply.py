@@ -31,12 +31,10 @@ from .roots import ref_from_row
 
 
 def _file_matches(path: Path, text: str, digest: str) -> bool:
-    try:
-        if os.stat(path).st_size != len(text.encode("utf-8")):
-            return False
-        return sha256_text(path.read_bytes().decode("utf-8", "replace")) == digest
-    except FileNotFoundError:
+    found = files.read_path(path, path.name)
+    if found is None or found[1].st_size != len(text.encode("utf-8")):
         return False
+    return sha256_text(found[0].decode("utf-8", "replace")) == digest
 
 
 def apply_decision(decision: Decision, *, root: Path, document: Document | None = None,
@@ -52,7 +50,7 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
             if not root.is_dir():
                 files.make_scope_dirs(root, with_inbox=ref.scope.value == "global")
             files.atomic_write(path, decision.post_content, step=faults.hit)
-        stat = os.stat(path)
+        stat = os.lstat(path)
         disk = DiskFile(filename, decision.post_content, decision.post_content_hash, stat.st_size, stat.st_mtime_ns)
         row = entry_row(ref, disk, document or parse_document(decision.post_content))
         with transaction.atomic():
@@ -86,23 +84,23 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
 def append_index_line(root_key: str, root: Path, line: str) -> None:
     """A new memory's line goes at the end of MEMORY.md: constant cost however large the root is."""
     path = root / INDEX_FILENAME
-    tail = files.read_tail(path, len(HEADER.encode()) + 1)
-    if tail is None or not tail.endswith(b"\n"):
-        render_memory_index(root_key, root)  # missing, or a torn append: render it whole
+    found = files.read_tail(path, len(HEADER.encode()) + 1)
+    if found is None or not found[1].endswith(b"\n"):
+        render_memory_index(root_key, root)  # missing, a link, or a torn append: render it whole
         return
-    is_bare_header = tail == HEADER.encode() and path.stat().st_size == len(HEADER.encode())
-    # The bare header has no blank line after it yet; see render_index.
-    files.append_durably(path, ("\n" if is_bare_header else "") + line + "\n")
+    size, tail = found
+    is_bare_header = tail == HEADER.encode() and size == len(HEADER.encode())
+    # The bare header has no blank line after it yet; see render_index. A link swapped in since the tail was
+    # read is not appended through (O_NOFOLLOW): the index is rendered whole over it instead.
+    if not files.append_durably(path, ("\n" if is_bare_header else "") + line + "\n"):
+        render_memory_index(root_key, root)
 
 
 def update_index_line(root_key: str, root: Path, filename: str, line: str | None) -> None:
     """Change, remove (line None) or make sure of one file's line; render the index whole when it is missing or
     not in the rendered form."""
     path = root / INDEX_FILENAME
-    try:
-        current = path.read_text("utf-8")
-    except (FileNotFoundError, UnicodeDecodeError):
-        current = None
+    current = files.read_index_text(path)
     text = splice_index(current, filename, line) if current is not None else None
     if text is None:
         render_memory_index(root_key, root)
@@ -114,10 +112,7 @@ def render_memory_index(root_key: str, root: Path) -> None:
     """Render MEMORY.md whole from the catalog (reindex, repair)."""
     text = render_index(index_entries(root_key))
     path = root / INDEX_FILENAME
-    try:
-        if path.read_text("utf-8") == text:
-            return
-    except (FileNotFoundError, UnicodeDecodeError):
-        pass
+    if files.read_index_text(path) == text:
+        return  # read_index_text never reads through a link, so a linked index is always replaced
     if root.is_dir() or text != render_index([]):
         files.atomic_write(path, text)

@@ -115,7 +115,7 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
                        "WHERE root_key = %s AND filename = %s", [ref.root_key, filename])
         entry = cursor.fetchone()
     try:
-        stat = os.stat(path)
+        stat = os.lstat(path)
     except FileNotFoundError:
         stat = None
     if stat is None and entry is None:
@@ -124,9 +124,10 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
         return ReconcileResult()
     text: str | None = None
     document: Document | None = None
-    if stat is not None:
+    found = files.read_path(path, filename) if stat is not None else None
+    if found is not None:
         try:
-            text = path.read_bytes().decode("utf-8")
+            text = found[0].decode("utf-8")
         except UnicodeDecodeError:
             return ReconcileResult(invalid_reason="encoding")
         if entry is not None and sha256_text(text) == entry[0]:
@@ -161,15 +162,14 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
         if progress is not None and (position % 500 == 0 or position == len(names)):
             progress(done_before + position, total)
         try:
-            path = files.safe_path(root, filename)
-            data = path.read_bytes()
-            stat = os.stat(path)
+            found = files.read_file(root, filename)
         except DOCUMENT_ERRORS as exc:
             report.invalid.append({"filename": filename, "reason": str(exc.details.get("reason", "invalid"))})
             stale.append(filename)
             continue
-        except FileNotFoundError:
+        if found is None:
             continue
+        data, stat = found
         digest = files.sha256_bytes(data)
         existing = stored.get(filename)
         if (not rederive and existing is not None and existing[0][_HASH] == digest

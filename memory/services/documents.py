@@ -17,20 +17,22 @@ from memory.store import files
 class StoredDocument:
     text: str
     size: int  # bytes on disk
+    mtime_ns: int  # from the descriptor that was read (never through a symlink)
     document: Document
 
 
 def document_find(root: Path, filename: str) -> StoredDocument | None:
     """The parsed file, or None when there is none. Bytes that are not UTF-8 are a ValidationError (reason
     `encoding`); a file that is not a valid memory document raises the parser's error."""
-    raw = files.read_bytes(root, filename)
-    if raw is None:
+    found = files.read_file(root, filename)
+    if found is None:
         return None
+    raw, stat = found
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ValidationError(f"{filename} is not valid UTF-8.", details={"filename": filename, "reason": "encoding"}) from None
-    return StoredDocument(text, len(raw), parse_document(text))
+    return StoredDocument(text, len(raw), stat.st_mtime_ns, parse_document(text))
 
 
 def document_get(root: Path, filename: str, ref: ScopeRef) -> StoredDocument:

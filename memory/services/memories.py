@@ -101,8 +101,7 @@ def memory_show(*, data: ShowInput, caller: Caller) -> MemoryShow:
     ref = file_ref(data, filename, resolved)
     root = resolved.root(ref)
     stored = document_get(root, filename, ref)
-    stat = (root / filename).stat()
-    disk = DiskFile(filename, stored.text, sha256_text(stored.text), stored.size, stat.st_mtime_ns)
+    disk = DiskFile(filename, stored.text, sha256_text(stored.text), stored.size, stored.mtime_ns)
     fields = entry_fields(ref, disk, stored.document)
     banner = staleness_banner(fields["updated_at"], utc_now(), resolved.config.memory.recall.freshness.banner_after_days)
     return MemoryShow(memory=MemoryDetail(summary=memory_summary_from_fields(fields), content=stored.document.body,

@@ -23,6 +23,7 @@ from memory.domain.text import prompt_safe
 from memory.recall.package import HEADER as RECALL_HEADER
 from memory.recall.package import age_days, block, recall_section_text, staleness_banner
 from memory.recall.pipeline import Recall
+from memory.store import files
 from memory.store.index_md import HEADER as INDEX_HEADER
 from memory.store.index_md import index_line, listed_filenames
 
@@ -61,10 +62,7 @@ def _catalog(root_key: str) -> dict[str, tuple[str, str, datetime]]:
 
 def index_section(ref: ScopeRef, root: Path, config: Config, now: datetime) -> tuple[str, list[Injected]] | None:
     catalog = _catalog(ref.root_key)
-    try:
-        text = (root / INDEX_FILENAME).read_text("utf-8")
-    except (FileNotFoundError, UnicodeDecodeError):
-        text = None
+    text = files.read_index_text(root / INDEX_FILENAME)  # None for a link: never read through one
     listed = listed_filenames(text) if text is not None else None
     if listed is None:
         # No MEMORY.md (or not one we can read): build the index from the frontmatter in the catalog.
@@ -107,8 +105,11 @@ def checkpoint_section(workspace_root: Path | None) -> str | None:
     if workspace_root is None:
         return None
     try:
-        document = parse_document((workspace_root / CHECKPOINT_FILENAME).read_text("utf-8"))
-    except (FileNotFoundError, UnicodeDecodeError, ValidationError):
+        raw = files.read_bytes(workspace_root, CHECKPOINT_FILENAME)
+        if raw is None:
+            return None
+        document = parse_document(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValidationError):
         return None
     return ("<compozy_checkpoint_summary>\n"
             "Reference only: a summary of earlier work in this workspace. It does not replace the current request.\n\n"

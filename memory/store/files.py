@@ -3,18 +3,27 @@ those are called only by the controller's apply step (and its MEMORY.md renderer
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import secrets
+import stat as stat_module
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from compozy.config import compozy_home
 from memory.domain.errors import ValidationError
 from memory.domain.names import INDEX_FILENAME, SYSTEM_DIR, document_kind
 
 TEMP_SUFFIX = ".compozy-tmp"
 Step = Callable[[str], None]
+SYMLINK_REASON = "symlink_escape"
+# Every open under a memory root: never through a symlink (a repository can ship `.compozy/memory/MEMORY.md` as a
+# link to any file of the user who runs an agent in it), never left open across an exec.
+NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+# How far above a root its directories are checked for links: `memory`, `agents/<name>/memory`, up to `.compozy`.
+_ROOT_DEPTH = 4
 
 
 def _noop_step(_: str) -> None:
@@ -38,15 +47,86 @@ def ensure_dir(path: Path) -> None:
         path.mkdir(parents=True, exist_ok=True)
 
 
+def symlink_refused(filename: str) -> ValidationError:
+    return ValidationError(
+        "A memory root never follows symlinks; replace the link with the file itself.",
+        details={"field": "filename", "filename": filename, "reason": SYMLINK_REASON},
+    )
+
+
+def check_root(root: Path) -> None:
+    """Refuse a root whose directory, or a directory between it and its workspace's `.compozy` (or
+    $COMPOZY_HOME, which the operator chose and is trusted), is a symlink: writing through one would create files
+    wherever the link points."""
+    home = compozy_home()
+    current = root
+    for _level in range(_ROOT_DEPTH):
+        if current == home:
+            return
+        if current.is_symlink():
+            raise symlink_refused(current.name)
+        if current.name == ".compozy" or current.parent == current:
+            return
+        current = current.parent
+
+
+def _open(path: Path, flags: int, filename: str) -> int:
+    try:
+        return os.open(path, flags | NO_FOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise symlink_refused(filename) from None
+        raise
+
+
+def read_path(path: Path, filename: str) -> tuple[bytes, os.stat_result] | None:
+    """A regular file's bytes and its stat, from one descriptor opened without following a link; None when
+    missing. O_NONBLOCK: a FIFO under a memory name must not hang the reader (it is refused by the fstat)."""
+    try:
+        fd = _open(path, os.O_RDONLY | os.O_NONBLOCK, filename)
+    except FileNotFoundError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if stat_module.S_ISDIR(info.st_mode):
+            raise ValidationError("The filename names a directory.",
+                                  details={"filename": filename, "reason": "directory"})
+        if not stat_module.S_ISREG(info.st_mode):
+            raise ValidationError("The filename names something other than a regular file.",
+                                  details={"filename": filename, "reason": "not_a_file"})
+        chunks = []
+        while chunk := os.read(fd, max(info.st_size, 65536)):
+            chunks.append(chunk)
+        return b"".join(chunks), info
+    finally:
+        os.close(fd)
+
+
+def read_index_text(path: Path) -> str | None:
+    """MEMORY.md (or another root-level artifact) as text; None when it is missing, a link, not a regular file
+    or not UTF-8. Callers then render it whole, or build it from the catalog: a link is never read."""
+    try:
+        found = read_path(path, path.name)
+    except ValidationError:
+        return None
+    if found is None:
+        return None
+    try:
+        return found[0].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def atomic_write(path: Path, text: str, *, step: Step = _noop_step) -> None:
     """Temp file in the same directory, fsync, rename over the target, fsync the directory.
 
-    `step` is called at each boundary so the crash tests can kill the writer there.
+    The rename replaces a symlink at the target, never what it points to. `step` is called at each boundary so
+    the crash tests can kill the writer there.
     """
     ensure_dir(path.parent)
     temp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
     data = text.encode("utf-8")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, 0o644)
     try:
         view = memoryview(data)
         while view:
@@ -61,26 +141,38 @@ def atomic_write(path: Path, text: str, *, step: Step = _noop_step) -> None:
     step("after_rename")
 
 
-def append_durably(path: Path, text: str) -> None:
-    """Append to an existing file and fsync it. Used for MEMORY.md's one-line additions; a torn append (a crash
-    mid-write) leaves a last line without its newline, which the next update detects and repairs by re-rendering."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+def append_durably(path: Path, text: str) -> bool:
+    """Append to an existing regular file and fsync it; False (nothing written) when the path is a link or not a
+    regular file, so the caller renders the file whole instead. Used for MEMORY.md's one-line additions; a torn
+    append (a crash mid-write) leaves a last line without its newline, which the next update detects and repairs
+    by re-rendering."""
     try:
+        fd = _open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK, path.name)
+    except (ValidationError, FileNotFoundError):
+        return False
+    try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            return False
         os.write(fd, text.encode("utf-8"))
         os.fsync(fd)
     finally:
         os.close(fd)
+    return True
 
 
-def read_tail(path: Path, size: int) -> bytes | None:
+def read_tail(path: Path, size: int) -> tuple[int, bytes] | None:
+    """The size and last `size` bytes of a regular file; None when missing, a link or not a regular file."""
     try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            length = handle.tell()
-            handle.seek(max(0, length - size))
-            return handle.read()
-    except FileNotFoundError:
+        fd = _open(path, os.O_RDONLY | os.O_NONBLOCK, path.name)
+    except (ValidationError, FileNotFoundError):
         return None
+    try:
+        info = os.fstat(fd)
+        if not stat_module.S_ISREG(info.st_mode):
+            return None
+        return info.st_size, os.pread(fd, size, max(0, info.st_size - size))
+    finally:
+        os.close(fd)
 
 
 def remove_file(path: Path, *, step: Step = _noop_step, durable: bool = True) -> None:
@@ -118,7 +210,7 @@ def remove_stale_temp_files(root: Path) -> int:
     """Only safe while holding the write lock: then no writer can be between its temp write and its rename."""
     removed = 0
     for directory in (root, root / SYSTEM_DIR):
-        if not directory.is_dir():
+        if directory.is_symlink() or not directory.is_dir():
             continue
         for dirpath, _dirs, names in os.walk(directory):
             for name in names:
@@ -131,16 +223,13 @@ def remove_stale_temp_files(root: Path) -> int:
 
 
 def safe_path(root: Path, filename: str) -> Path:
-    """The path of a file under a root, refusing any symlink that resolves outside the root."""
+    """The path of a file under a root, refusing a symlink anywhere on the way: the file itself, a directory
+    below the root, the root or the directories above it up to `.compozy`. Even a link that points inside the
+    root today is refused: it can be re-pointed between this check and the open. Opens add O_NOFOLLOW."""
+    check_root(root)
     path = root / filename
     if path.is_symlink() or any(parent.is_symlink() for parent in _parents_below(root, path)):
-        target = Path(os.path.realpath(path))
-        real_root = Path(os.path.realpath(root))
-        if real_root not in target.parents:
-            raise ValidationError(
-                "The file is a symlink that points outside its memory root.",
-                details={"field": "filename", "filename": filename, "reason": "symlink_escape"},
-            )
+        raise symlink_refused(filename)
     return path
 
 
@@ -151,16 +240,13 @@ def _parents_below(root: Path, path: Path) -> Iterator[Path]:
         parent = parent.parent
 
 
+def read_file(root: Path, filename: str) -> tuple[bytes, os.stat_result] | None:
+    return read_path(safe_path(root, filename), filename)
+
+
 def read_bytes(root: Path, filename: str) -> bytes | None:
-    path = safe_path(root, filename)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise ValidationError(
-            "The filename names a directory.", details={"filename": filename, "reason": "directory"}
-        ) from None
+    found = read_file(root, filename)
+    return None if found is None else found[0]
 
 
 @dataclass
@@ -178,9 +264,13 @@ def scan_root(root: Path, *, include_system: bool = False, with_stat: bool = Fal
     symlink, a file deleted meanwhile) maps to None."""
     listing = RootListing()
     try:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | NO_FOLLOW)
     except (FileNotFoundError, NotADirectoryError):
         return listing
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return listing  # a symlinked root lists nothing; health reports the link (check_root)
+        raise
     try:
         # scandir over a directory descriptor: each entry.stat() is an fstatat() relative to it, the cheapest
         # stat there is, which matters because health stats every file of every root on each call.
@@ -209,7 +299,7 @@ def scan_root(root: Path, *, include_system: bool = False, with_stat: bool = Fal
                     others.append(name)  # a FIFO or device under a memory name is never opened or listed
     finally:
         os.close(fd)
-    if include_system:
+    if include_system and not (root / SYSTEM_DIR).is_symlink():
         for dirpath, _dirs, names in os.walk(root / SYSTEM_DIR):
             rel_dir = Path(dirpath).relative_to(root).as_posix()
             for name in names:
