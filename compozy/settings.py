@@ -7,10 +7,12 @@ import os
 from pathlib import Path
 
 from compozy.config import compozy_home
+from compozy.home import secure_home
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 COMPOZY_HOME = compozy_home()
-COMPOZY_HOME.mkdir(parents=True, exist_ok=True)
+# 0700 home, 0600 database (so its WAL and SHM are too), an existing looser home tightened: see compozy/home.py.
+secure_home(COMPOZY_HOME)
 
 # A per-home secret, created on first use with mode 0600, so sessions and CSRF survive restarts. Several processes
 # may start together on a fresh home: each writes a complete temp file and link() lets exactly one win.

@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.db import DatabaseError, connection
 
 from compozy.config import compozy_home
+from compozy.home import private_dir
 
 _done = False
 SCHEMA_KEY = "schema_stamp"
@@ -44,7 +45,7 @@ def ensure_migrated() -> None:
     if _stored_stamp() == stamp:
         return
     run_dir = compozy_home() / "run"
-    run_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(run_dir)
     fd = os.open(run_dir / "migrate.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         # Several first processes may start at once on a fresh home; one migrates, the others wait.

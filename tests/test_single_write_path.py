@@ -20,6 +20,7 @@ ALLOWED_WRITERS = {
     "memory/controller/lock.py": "the write lock file under $COMPOZY_HOME/run",
     "memory/bootstrap.py": "the migration lock file under $COMPOZY_HOME/run",
     "compozy/settings.py": "the per-home secret key file",
+    "compozy/home.py": "creates $COMPOZY_HOME and run/ 0700 and the database file 0600; tightens looser modes",
     "compozy/gunicorn_conf.py": "chmod of the Unix socket",
     "memory/management/commands/serve.py": "removes a stale Unix socket under $COMPOZY_HOME/run",
     "compozy/serving.py": "records the running server's address in $COMPOZY_HOME/run/serve.json",

@@ -14,6 +14,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from compozy.config import compozy_home
+from compozy.home import private_dir
 from memory.domain.enums import Origin
 
 
@@ -43,7 +44,7 @@ def read_or_create_token() -> str:
 def rotate_token() -> str:
     """Write a new token atomically, readable by its owner only."""
     path = token_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     token = secrets.token_urlsafe(32)
     temp = path.with_name(f".token.{os.getpid()}.{secrets.token_hex(4)}.compozy-tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

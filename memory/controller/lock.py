@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from compozy.config import compozy_home
+from compozy.home import private_dir
 from memory.domain.errors import ControllerTimeout
 
 _held = threading.local()
@@ -62,7 +63,7 @@ def drain_lock(timeout_ms: int) -> Iterator[None]:
 def _file_lock(deadline: float, timeout_ms: int, *, name: str = "write.lock",
                holder: str = "writer held the memory write lock") -> Iterator[None]:
     run_dir = compozy_home() / "run"
-    run_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(run_dir)
     fd = os.open(run_dir / name, os.O_RDWR | os.O_CREAT, 0o600)
     owned = True
     try:

@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 
 from compozy.command import ProductCommand
 from compozy.config import compozy_home, get_config
+from compozy.home import private_dir
 from compozy.serving import forget_address, record_address
 
 
@@ -36,7 +37,7 @@ class Command(ProductCommand):
         if host not in ("127.0.0.1", "localhost", "::1"):
             raise CommandError(f"Refusing to bind {bind}: Compozy serves loopback only.")
         run_dir = compozy_home() / "run"
-        run_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(run_dir)
         socket_path = run_dir / "compozy.sock"
         if socket_path.exists():
             socket_path.unlink()
