@@ -130,7 +130,7 @@ Q_CLUSTER = {
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["memory.api.parsers.SafeJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["memory.api.auth.BearerOrSocketAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "EXCEPTION_HANDLER": "memory.api.errors.exception_handler",
@@ -156,9 +156,17 @@ SPECTACULAR_SETTINGS = {
 # Request bodies over 1 MiB are refused (memory.validation, 413) before they are parsed.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 
+# A refused request (a Host header outside ALLOWED_HOSTS, say) is one log line: Django logs these with the whole
+# traceback of a check that did its job. The filter sits on each logger Django uses, so it also holds for handlers
+# added later (pytest's caplog).
+_ONE_LINE = ["one_line"]
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"one_line": {"()": "compozy.logfilters.WithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {f"django.security.{name}": {"filters": _ONE_LINE} for name in (
+        "DisallowedHost", "SuspiciousOperation", "RequestDataTooBig", "TooManyFieldsSent", "TooManyFilesSent",
+        "DisallowedRedirect", "SuspiciousFileOperation")},
     "root": {"handlers": ["console"], "level": os.environ.get("COMPOZY_LOG_LEVEL", "WARNING")},
 }

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memory.domain.document import Document, parse_document
-from memory.domain.errors import NotFound, ValidationError
+from memory.domain.errors import NotFound
 from memory.domain.models import ScopeRef
 from memory.store import files
 
@@ -22,16 +22,14 @@ class StoredDocument:
 
 
 def document_find(root: Path, filename: str) -> StoredDocument | None:
-    """The parsed file, or None when there is none. Bytes that are not UTF-8 are a ValidationError (reason
-    `encoding`); a file that is not a valid memory document raises the parser's error."""
+    """The parsed file, or None when there is none. Bytes that are not UTF-8 are a Conflict (409, reason
+    `encoding`: the disk, not the request, is wrong); a file that is not a valid memory document raises the
+    parser's error."""
     found = files.read_file(root, filename)
     if found is None:
         return None
     raw, stat = found
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValidationError(f"{filename} is not valid UTF-8.", details={"filename": filename, "reason": "encoding"}) from None
+    text = files.decode_stored(raw, filename)
     return StoredDocument(text, len(raw), stat.st_mtime_ns, parse_document(text))
 
 

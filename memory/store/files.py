@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compozy.config import compozy_home
-from memory.domain.errors import ValidationError
+from memory.domain.errors import Conflict, ValidationError
 from memory.domain.names import INDEX_FILENAME, SYSTEM_DIR, document_kind
 
 TEMP_SUFFIX = ".compozy-tmp"
@@ -247,6 +247,23 @@ def read_file(root: Path, filename: str) -> tuple[bytes, os.stat_result] | None:
 def read_bytes(root: Path, filename: str) -> bytes | None:
     found = read_file(root, filename)
     return None if found is None else found[0]
+
+
+def decode_stored(raw: bytes, filename: str) -> str:
+    """A stored document's text. A hand-placed file that is not UTF-8 is a conflict with the disk (409), never a
+    crash: it is reported, never rewritten, until someone fixes it by hand."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Conflict(
+            f"{filename} on disk is not valid UTF-8; it is never overwritten. Fix or remove it by hand, then retry.",
+            details={"filename": filename, "reason": "encoding"},
+        ) from None
+
+
+def read_text(root: Path, filename: str) -> str | None:
+    raw = read_bytes(root, filename)
+    return None if raw is None else decode_stored(raw, filename)
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.domain.enums import Origin
-from memory.domain.errors import NotFound, ScopeInvalid, ValidationError
+from memory.domain.errors import Conflict, NotFound, ScopeInvalid, ValidationError
 from memory.services import promote
 from memory.services.inputs import Caller
 from tests import helpers as h
@@ -74,8 +74,8 @@ def test_promote_on_the_cli(cli):
 
 
 def test_a_memory_file_that_is_not_utf8_is_refused_alike_by_show_edit_and_promote(home, workspace_dir):
-    """One selector reads every memory file: bad bytes are the same validation error wherever they are met,
-    never a crash, and the file is left as it was."""
+    """One selector reads every memory file: bad bytes are the same conflict (409, reason encoding: the disk is
+    wrong, not the request) wherever they are met, never a crash, and the file is left as it was."""
     h.write(workspace_dir, name="Deploy Path", content="Deploys go through the signed artifact path.")
     path = workspace_dir / ".compozy" / "memory" / "project_deploy_path.md"
     path.write_bytes(path.read_bytes().replace(b"signed", b"sign\xe9d"))
@@ -86,7 +86,7 @@ def test_a_memory_file_that_is_not_utf8_is_refused_alike_by_show_edit_and_promot
         lambda: run(workspace_dir, filename="project_deploy_path.md", scope="workspace", to_scope="global"),
     ]
     for attempt in attempts:
-        with pytest.raises(ValidationError) as error:
+        with pytest.raises(Conflict) as error:
             attempt()
         assert error.value.details == {"filename": "project_deploy_path.md", "reason": "encoding"}
     assert path.read_bytes() == before
