@@ -40,9 +40,20 @@ def urlpatterns() -> list[URLPattern]:
         for route in verb.routes:
             by_path[route.path][route.method.lower()] = _handler(verb, route)
     patterns = []
+    any_id = []
     # Literal paths first and the catch-all filename last, so /api/memory/search is never read as a filename.
     for route_path in sorted(by_path, key=lambda p: ("{filename}" in p, p.count("{"), p)):
         name = "".join(part.title() for part in route_path.replace("{", "").replace("}", "").split("/")[2:])
         view = type(f"{name or 'Root'}View", (APIView,), by_path[route_path])
+        if "{filename}" in route_path:
+            patterns.extend(any_id)
+            any_id = []
         patterns.append(path(_django_path(route_path), view.as_view(), name=route_path))
-    return patterns
+        if route_path.endswith("}") and "{filename}" not in route_path:
+            # An id with an encoded slash (`decisions/..%2f..%2fx`) is still this route's id, which its input
+            # refuses: it must never fall through to the memory-item catch-all. Left out of the schema, which
+            # already documents the route.
+            catch_all = type(f"{name}AnyIdView", (view,), {"schema": None})
+            any_id.append(path(_django_path(route_path).replace("<str:", "<path:"), catch_all.as_view(),
+                               name=f"{route_path}#any"))
+    return patterns + any_id

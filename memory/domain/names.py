@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from anyascii import anyascii
+
 from .enums import MemoryType
 from .errors import ValidationError
 
@@ -18,11 +20,29 @@ _AGENT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _TYPED = re.compile(r"^(user|feedback|project|reference)_([a-z0-9_.-]+)\.md$")
 _AD_HOC = re.compile(r"^ad_hoc_(\d{8}T\d{6}Z)_([a-z0-9_.-]+)\.md$")
 MAX_FILENAME_LENGTH = 200
+# Session ids are stored in 128-character columns and printed in logs and pages.
+MAX_SESSION_ID_LENGTH = 128
+
+
+def validate_session_id(value: str, *, field: str = "session_id") -> str:
+    """Refuse a session id the session columns cannot hold, or one carrying control characters (a header or an
+    environment variable is not checked by any input model)."""
+    if len(value) > MAX_SESSION_ID_LENGTH:
+        raise ValidationError(f"The {field} is longer than {MAX_SESSION_ID_LENGTH} characters.",
+                              details={"field": field, "reason": "too_long", "max_length": MAX_SESSION_ID_LENGTH})
+    if not value.isprintable():
+        raise ValidationError(f"The {field} holds a control character.",
+                              details={"field": field, "reason": "control_character"})
+    return value
 
 
 def slugify(text: str) -> str:
-    """Lowercase, with every run of characters outside [a-z0-9] turned into `_`."""
-    slug = _SLUG_RUN.sub("_", text.lower()).strip("_")
+    """ASCII-transliterated, lowercased, with every run of characters outside [a-z0-9] turned into `_`.
+
+    Filenames stay within [a-z0-9_.-] (clarifications.md), so names in other scripts are transliterated, not
+    dropped: `数据库迁移` → `shujukuqianyi`, `Привет мир` → `privet_mir`, `Café` → `cafe`. anyascii is
+    deterministic for a given version, which pyproject.toml pins exactly."""
+    slug = _SLUG_RUN.sub("_", anyascii(text).lower()).strip("_")
     if not slug:
         raise ValidationError(
             "The name has no letters or digits to build a filename from.",

@@ -12,6 +12,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memory.domain.enums import AgentTier, Origin, Scope
 from memory.domain.models import translate_pydantic_error
+from memory.domain.names import validate_session_id
 
 
 class Input(BaseModel):
@@ -56,3 +57,11 @@ class Caller:
     cwd: Path | None = None
     session_id: str | None = None
     parent_session_id: str | None = None
+
+    def __post_init__(self) -> None:
+        # Every surface builds a Caller from something no input model checked (a header, an environment
+        # variable, a command-line flag): the session ids are held to the columns that store them here, once.
+        if self.session_id:
+            validate_session_id(self.session_id)
+        if self.parent_session_id:
+            validate_session_id(self.parent_session_id, field="parent_session_id")

@@ -12,11 +12,11 @@ from memory.domain.names import entity_key, memory_filename, parse_filename, slu
     [
         ("Review Style", "review_style"),
         ("  Runtime -- Docs!! ", "runtime_docs"),
-        ("Café au lait", "caf_au_lait"),
+        ("Café au lait", "cafe_au_lait"),  # transliterated first (anyascii), then the run rule
         ("v2.1 release", "v2_1_release"),
     ],
 )
-def test_slug_turns_every_run_outside_a_z0_9_into_one_underscore(name, slug):
+def test_slug_transliterates_then_turns_every_run_outside_a_z0_9_into_one_underscore(name, slug):
     assert slugify(name) == slug
 
 
