@@ -63,6 +63,10 @@ class WriteInput(Selector):
         "One line saying what the memory holds; it is what the MEMORY.md index shows."))
     content: str = Field(description="The Markdown body (it may start with a frontmatter block).")
     dry_run: bool = Field(default=False, description=DRY_RUN)
+    create_workspace: bool = Field(default=False, description=(
+        "Create the workspace at the directory named by workspace (or the current directory) even when it is "
+        "not a git checkout: the operator's explicit choice. System directories and directories the caller does "
+        "not own are refused even then."))
 
 
 class EditInput(Selector):

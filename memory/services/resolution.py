@@ -17,9 +17,9 @@ from memory.store import roots as store_roots
 from memory.store.workspace import (
     WorkspaceIdentity,
     create_identity,
-    default_workspace_dir,
     find_workspace_dir,
     is_ulid,
+    new_workspace_dir,
     read_identity,
 )
 
@@ -54,7 +54,9 @@ class Resolved:
 
 
 def resolve(selector: Selector, caller: Caller, *, create_workspace: bool = False) -> Resolved:
-    workspace = resolve_workspace(selector.workspace, caller, create=create_workspace)
+    # Only a write's input carries create_workspace (memory write): no read, and no agent tool, can name one.
+    workspace = resolve_workspace(selector.workspace, caller, create=create_workspace,
+                                  operator_named=getattr(selector, "create_workspace", False))
     config = get_config(workspace.directory if workspace else None)
     return Resolved(workspace, config)
 
@@ -63,7 +65,11 @@ def _auto_create() -> bool:
     return get_config(None).memory.workspace.auto_create
 
 
-def resolve_workspace(spec: str | None, caller: Caller, *, create: bool) -> WorkspaceIdentity | None:
+def resolve_workspace(spec: str | None, caller: Caller, *, create: bool,
+                      operator_named: bool = False) -> WorkspaceIdentity | None:
+    """The workspace of a call. `create`: the call writes workspace memory, so a missing workspace may be created
+    (at the enclosing git checkout; elsewhere only when `operator_named`). A path named explicitly that holds no
+    workspace is an error for every other call, never a silent global-only answer."""
     identity: WorkspaceIdentity | None = None
     if spec:
         if is_ulid(spec):
@@ -92,13 +98,19 @@ def resolve_workspace(spec: str | None, caller: Caller, *, create: bool) -> Work
             if found is not None:
                 identity = read_identity(found)
             elif create and _auto_create():
-                identity = create_identity(path)
+                identity = create_identity(new_workspace_dir(path, operator_named=operator_named))
+            else:
+                raise WorkspaceRequired(
+                    f"--workspace {spec} holds no workspace yet. A write of workspace memory there creates one "
+                    "(at its git checkout, or with --create-workspace).",
+                    details={"workspace": spec, "reason": "no_workspace"},
+                )
     elif caller.cwd is not None:
         found = find_workspace_dir(caller.cwd)
         if found is not None:
             identity = read_identity(found)
         elif create and _auto_create():
-            identity = create_identity(default_workspace_dir(caller.cwd))
+            identity = create_identity(new_workspace_dir(caller.cwd, operator_named=operator_named))
     if identity is not None:
         register_workspace(identity)
     return identity

@@ -87,23 +87,69 @@ def find_workspace_dir(start: Path) -> Path | None:
     return None
 
 
-def default_workspace_dir(start: Path) -> Path:
-    """Where a new workspace is created: the enclosing git checkout, else the directory itself."""
+def find_checkout(start: Path) -> Path | None:
+    """The enclosing git checkout (or start itself): a `.git` directory, or a `.git` file (worktrees, submodules)."""
     current = start.resolve()
     for candidate in (current, *current.parents):
         if (candidate / ".git").exists():
             return candidate
-    return current
+    return None
+
+
+def new_workspace_dir(start: Path, *, operator_named: bool) -> Path:
+    """Where a new workspace is created: the enclosing git checkout; any other directory only when the operator
+    named it with --create-workspace. A memory write from an arbitrary directory (or a path sent over the socket)
+    never turns that directory into a workspace."""
+    if operator_named:
+        return start.resolve()
+    checkout = find_checkout(start)
+    if checkout is None:
+        raise WorkspaceRequired(
+            f"{start} is not inside a git checkout, and a workspace is created only at one. Run inside the "
+            "project's checkout, or name the directory explicitly: --workspace <path> --create-workspace.",
+            details={"field": "workspace", "path": str(start), "reason": "not_a_checkout"},
+        )
+    return checkout
+
+
+# Directories that hold the system, never a project: refused as a workspace (and anything below them), even when
+# named with --create-workspace, even for root. /var/tmp and macOS's per-user temporary folders are not.
+SYSTEM_DIRS = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin",
+               "/sys", "/usr", "/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/run", "/var/lock",
+               "/var/mail", "/var/backups", "/System", "/Library", "/private/etc", "/private/var/db",
+               "/Applications")
+# Shared parents of everyone's files: not a workspace themselves.
+SYSTEM_PARENTS = ("/", "/var", "/opt", "/srv", "/home", "/Users", "/tmp", "/private", "/private/var", "/mnt",
+                  "/media", "/Volumes")
+
+
+def unsuitable_reason(directory: Path) -> str | None:
+    """Why a directory cannot become a workspace, or None. `directory` is resolved (no links left)."""
+    text = str(directory)
+    if text in SYSTEM_PARENTS or any(text == d or text.startswith(d + "/") for d in SYSTEM_DIRS):
+        return "system_directory"
+    home = compozy_home().resolve()
+    if (directory / ".compozy").resolve() == home or directory == home or home in directory.parents:
+        return "compozy_home"
+    if (directory / ".compozy").is_symlink():
+        return "symlink_escape"
+    # Git's rule for repositories (safe.directory): one owned by another user is not the caller's to change.
+    if directory.stat().st_uid != os.geteuid():
+        return "not_owner"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return "not_writable"
+    return None
 
 
 def create_identity(directory: Path) -> WorkspaceIdentity:
     """Create workspace.toml exactly once, even when several processes race to create it."""
     directory = directory.resolve()
-    if directory == Path(directory.anchor) or (directory / ".compozy").resolve() == compozy_home().resolve():
+    reason = unsuitable_reason(directory)
+    if reason is not None:
         raise WorkspaceRequired(
-            f"{directory} cannot be a workspace (it would collide with COMPOZY_HOME or the filesystem root). "
-            "Give workspace (a project directory) or run inside a project directory.",
-            details={"field": "workspace", "path": str(directory), "reason": "unsuitable_directory"},
+            f"{directory} cannot be a workspace ({reason.replace('_', ' ')}). Run inside a project's git checkout "
+            "that you own, or pass --workspace <path> --create-workspace for a directory of your own.",
+            details={"field": "workspace", "path": str(directory), "reason": reason},
         )
     target = directory / WORKSPACE_FILE
     target.parent.mkdir(parents=True, exist_ok=True)

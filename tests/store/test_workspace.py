@@ -60,8 +60,10 @@ def test_the_environment_variable_selects_the_workspace_on_the_cli(cli, tmp_path
     assert cli("memory", "write", "--type", "project", "--name", "Env", "--description", "d",
                "--content", "Selected by environment.", COMPOZY_WORKSPACE=str(other)).code == 0
     assert (other / ".compozy" / "memory" / "project_env.md").is_file()
+    # The checkout the CLI runs in holds no workspace: naming it is an error, never an empty (global-only) list.
     listed = cli("memory", "list", "-o", "json", "--workspace", str(cli.cwd)).json
-    assert listed["memories"] == []
+    assert listed["code"] == "memory.scope.workspace_required" and listed["details"]["reason"] == "no_workspace"
+    assert not (cli.cwd / ".compozy").exists()
 
 
 def test_a_moved_workspace_keeps_its_memory_and_records_the_relocation(home, workspace_dir, tmp_path):
