@@ -33,6 +33,7 @@ from memory.domain.scanner import scan
 from memory.models import Decision
 from memory.store import files
 
+from . import faults
 from .apply import apply_decision, render_memory_index
 from .decision_log import decision_identity, persist_decisions, stamp_applied
 from .events import decision_events_record
@@ -206,6 +207,7 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
         decisions = [external_decision(ref, name, text, document, priors.get(name), had_row=had_row, now=now)
                      for name, text, document, had_row in edits]
         persist_decisions(decisions)
+        faults.hit("after_decision_commit")
     with transaction.atomic():
         if rebuild:
             report.removed_rows = delete_rows(ref.root_key, list(stored))
@@ -218,7 +220,12 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
     report.rewritten_rows = len(rows)
     render_memory_index(ref.root_key, root)
     if decisions:
-        decision_events_record(decisions)
-        stamp_applied(decisions)
+        # The same boundaries as a single apply, so the crash loop can kill a reindex that recorded hand edits;
+        # the events and applied_at commit together, as in apply_decision.
+        faults.hit("after_reindex")
+        with transaction.atomic():
+            decision_events_record(decisions)
+            faults.hit("before_applied")
+            stamp_applied(decisions)
         report.external_decisions = [decision.id for decision in decisions]
     return report

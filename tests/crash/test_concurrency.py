@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Cli
+from tests.crash import invariants
+from tests.crash.invariants import query
 
 WRITER = Path(__file__).resolve().parent / "writer.py"
 PER_WRITER = 200
-INDEX_LINE = re.compile(r"^- \[(?P<name>[^\]]*)\]\((?P<filename>[^)]+)\) — (?P<description>.*)$")
 
 
 @dataclass
@@ -79,29 +78,13 @@ def run_writers(home: Path, workspace: Path, writers: list[Writer]) -> tuple[lis
     return outputs, elapsed
 
 
-def query(home: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    connection = sqlite3.connect(home / "compozy.db")
-    try:
-        return connection.execute(sql, params).fetchall()
-    finally:
-        connection.close()
-
-
 def workspace_id(workspace: Path) -> str:
     return tomllib.loads((workspace / ".compozy" / "workspace.toml").read_text("utf-8"))["workspace_id"]
 
 
 def parse_index(root: Path) -> list[dict[str, str]]:
-    text = (root / "MEMORY.md").read_text("utf-8")
-    lines = text.splitlines()
-    assert lines[0] == "# Memory Index"
-    entries = []
-    for line in lines[1:]:
-        if not line:
-            continue
-        match = INDEX_LINE.match(line)
-        assert match, f"unexpected MEMORY.md line: {line!r}"
-        entries.append(match.groupdict())
+    entries = invariants.parse_index((root / "MEMORY.md").read_text("utf-8"))
+    assert entries is not None, "MEMORY.md is not in the rendered form"
     return entries
 
 

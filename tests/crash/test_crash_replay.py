@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -24,9 +23,9 @@ import yaml
 
 from memory.controller.faults import FAULT_EXIT_CODE, STEPS
 from tests.conftest import REPO, Cli, CliResult
+from tests.crash import invariants
 
 WRITER = Path(__file__).resolve().parent / "writer.py"
-TEMP_SUFFIX = ".compozy-tmp"
 
 # The setup every scenario starts from: two memories in the workspace scope.
 BASE = {"name": "Deploy Pipeline", "description": "How releases reach production",
@@ -173,11 +172,7 @@ def memory_files(root: Path) -> dict[str, Any]:
 
 
 def temp_files(run: Run) -> list[str]:
-    found = []
-    for base in (run.workspace / ".compozy", run.home):
-        for dirpath, _dirs, names in os.walk(base):
-            found.extend(os.path.join(dirpath, n) for n in names if n.endswith(TEMP_SUFFIX))
-    return found
+    return invariants.temp_files(run.workspace / ".compozy", run.home)
 
 
 def snapshot(run: Run) -> dict[str, Any]:

@@ -11,6 +11,11 @@ Two ways to say what to write:
 With `--handshake` the child prints READY after bootstrap and waits for one line on stdin before writing. The
 concurrency tests use it to release every writer at the same moment; the crash tests use it to hold a process
 that booted *before* another process crashed (like a long-running server).
+
+A third way, for `bench/crash_loop.py` and `bench/soak.py`: `--op write|edit|delete|revert|propose|reindex|check`
+does one random operation of that kind (targets picked from the catalog, words from `--seed`). Before it, the
+process prints one JSON line `{"violations": [...]}`: the invariants (tests/crash/invariants.py) checked right
+after its bootstrap replayed what an earlier, killed process left.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+REPO = Path(__file__).resolve().parent.parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))  # run as a script: `tests.crash.invariants` must import
+
 WORDS_PER_MEMORY = 8
 
 
@@ -33,11 +42,11 @@ class Vocabulary:
     """Deterministic 8-letter words. Every word of writer k starts with the k-th letter, so two writers never
     share a word, and a writer never repeats one."""
 
-    def __init__(self, writer_id: int) -> None:
+    def __init__(self, writer_id: int, seed: str = "") -> None:
         if not 0 <= writer_id < 26:
             raise SystemExit("--writer-id must be between 0 and 25")
         self._prefix = string.ascii_lowercase[writer_id]
-        self._rng = random.Random(f"compozy-crash-writer-{writer_id}")
+        self._rng = random.Random(f"compozy-crash-writer-{writer_id}{seed}")
         self._seen: set[str] = set()
 
     def word(self) -> str:
@@ -68,6 +77,100 @@ def generated_writes(args: argparse.Namespace) -> list[dict[str, Any]]:
     return writes
 
 
+OPS = ("write", "edit", "delete", "revert", "propose", "reindex")
+
+
+def random_op(op: str, rng: random.Random, vocabulary: Vocabulary, caller: Any) -> dict[str, Any]:
+    """One operation of kind `op` through the service every surface calls; returns a small summary."""
+    from memory.models import CatalogEntry, Decision
+    from memory.services import catalog, decisions, memories, propose
+
+    def words(count: int) -> list[str]:
+        return [vocabulary.word() for _ in range(count)]
+
+    def existing() -> CatalogEntry | None:
+        rows = list(CatalogEntry.objects.filter(is_system=False, root_key__in=roots()).order_by("id")[:200])
+        return rng.choice(rows) if rows else None
+
+    def roots() -> list[str]:
+        return list(CatalogEntry.objects.values_list("root_key", flat=True).distinct()) or ["global"]
+
+    def selector(entry: CatalogEntry) -> dict[str, Any]:
+        return {"scope": entry.scope}
+
+    target = existing()
+    if op in ("edit", "delete", "propose") and target is None:
+        op = "write"
+    if op == "write":
+        w = words(6)
+        memory_type, scope = rng.choice([("project", "workspace"), ("user", "global"), ("reference", "workspace")])
+        result = memories.memory_write(data=memories.WriteInput.parse({
+            "type": memory_type, "scope": scope, "name": f"{w[0].capitalize()} {w[1].capitalize()}",
+            "description": f"The {w[2]} of {w[3]}", "content": f"The {w[4]} is near the {w[5]}."}), caller=caller)
+    elif op == "edit":
+        w = words(3)
+        result = memories.memory_edit(data=memories.EditInput.parse({
+            "filename": target.filename, **selector(target), "content": f"Now the {w[0]} holds {w[1]} and {w[2]}."}),
+            caller=caller)
+    elif op == "delete":
+        result = memories.memory_delete(data=memories.DeleteInput.parse({"filename": target.filename,
+                                                                          **selector(target)}), caller=caller)
+    elif op == "propose":
+        w = words(4)
+        result = propose.memory_propose(data=propose.ProposeInput.parse({
+            "filename": target.filename, **selector(target),
+            "operations": [{"action": "add", "content": f"Also the {w[0]} of {w[1]}."},
+                           {"action": "add", "content": f"And the {w[2]} with {w[3]}."}]}), caller=caller)
+        decision = result.decision or {}
+        return {"op": op, "decision": decision.get("id"), "decided": decision.get("op"), "applied": result.applied}
+    elif op == "revert":
+        recent = list(Decision.objects.filter(op__in=["add", "update", "delete"], applied_at__isnull=False)
+                      .order_by("-decided_at", "-id").values_list("id", flat=True)[:8])
+        if not recent:
+            return {"op": op, "skipped": "nothing to revert"}
+        result = decisions.decision_revert(data=decisions.RevertInput.parse({"decision_id": rng.choice(recent)}),
+                                           caller=caller)
+        return {"op": op, "decision": result.decision.id, "reverted": result.reverted}
+    elif op == "reindex":
+        result = catalog.catalog_reindex(data=catalog.ReindexInput.parse({}), caller=caller)
+        return {"op": op, "external_decisions": result.external_decisions}
+    else:
+        raise SystemExit(f"unknown op {op}")
+    return {"op": op, "decision": result.decision.id, "decided": result.decision.op, "applied": result.applied}
+
+
+def run_op(args: argparse.Namespace) -> None:
+    """`--op`: replay (bootstrap, done), finish a killed reindex if asked, check, then one operation."""
+    from memory.domain.enums import Origin
+    from memory.domain.errors import CompozyError
+    from memory.services import catalog
+    from memory.services.context import Caller
+    from tests.crash.invariants import violations
+
+    caller = Caller(origin=Origin.TOOL if args.op == "propose" else Origin.CLI, cwd=Path(args.workspace))
+    if args.finish_reindex:
+        # A killed reindex leaves hand edits unrecorded; the operator simply runs it again (without the fault).
+        fault = os.environ.pop("COMPOZY_FAULT", None)
+        catalog.catalog_reindex(data=catalog.ReindexInput.parse({}), caller=caller)
+        if fault is not None:
+            os.environ["COMPOZY_FAULT"] = fault
+    from compozy.config import compozy_home
+
+    print(json.dumps({"violations": violations(compozy_home())}), flush=True)
+    if args.op == "check":
+        return
+    if args.handshake:
+        print("READY", flush=True)
+        sys.stdin.readline()
+    rng = random.Random(args.seed)
+    vocabulary = Vocabulary(args.writer_id, seed=str(args.seed))
+    try:
+        summary = random_op(args.op, rng, vocabulary, caller)
+    except CompozyError as error:  # a refusal (a conflict, say) is an answer, not a failure of the process
+        summary = {"op": args.op, "error": error.code, "reason": error.details.get("reason")}
+    print(json.dumps(summary), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workspace", required=True, help="the directory the caller runs in (its cwd)")
@@ -79,6 +182,9 @@ def main() -> None:
     parser.add_argument("--agent-tier", default="workspace")
     parser.add_argument("--spec", default=None, help="a JSON list of WriteInput field dicts")
     parser.add_argument("--handshake", action="store_true")
+    parser.add_argument("--op", choices=(*OPS, "check"), help="one random operation (crash loop, soak)")
+    parser.add_argument("--seed", default="0")
+    parser.add_argument("--finish-reindex", action="store_true", help="rerun a reindex a killed process left")
     args = parser.parse_args()
 
     os.environ["DJANGO_SETTINGS_MODULE"] = "compozy.settings"
@@ -88,6 +194,9 @@ def main() -> None:
     from memory.bootstrap import bootstrap
 
     bootstrap()
+    if args.op:
+        run_op(args)
+        return
 
     from memory.domain.enums import Origin
     from memory.services.inputs import Caller
