@@ -29,8 +29,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engines", ("memory.recall", "memory.sessions", "memory.controller")),
     # What the engines stand on: the derived catalog, the files on disk, the tables (models and their
     # migrations), the LLM providers behind a protocol, and configuration.
+    # compozy.home: the home's directories and private file modes, beside the configuration that names the home.
     ("storage", ("memory.catalog", "memory.store", "memory.models", "memory.migrations", "memory.providers",
-                 "compozy.config")),
+                 "compozy.config", "compozy.home")),
     ("domain", ("memory.domain",)),
 ]
 RANK = {name: len(LAYERS) - index for index, (name, _prefixes) in enumerate(LAYERS)}
@@ -40,7 +41,7 @@ ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 
 # A surface parses, calls one service and renders: below the services it may use only the shared shapes and
 # configuration, never the engines or storage directly (an event, say, is recorded through a service).
-SURFACE_MAY_SKIP_TO = ("memory.domain", "compozy.config")
+SURFACE_MAY_SKIP_TO = ("memory.domain", "compozy.config", "compozy.home")
 
 # The domain is pure Python: nothing that needs Django configured.
 FRAMEWORK_ROOTS = {"django", "rest_framework", "drf_spectacular", "django_q", "whitenoise", "gunicorn"}
