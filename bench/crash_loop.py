@@ -7,7 +7,8 @@ Each iteration starts one worker process (`tests/crash/writer.py --op ...`, the 
 COMPOZY_HOME and workspace (a git checkout). The worker boots like every CLI process (migrate check, then replay of
 whatever the previous, killed worker left), checks the invariants (`tests/crash/invariants.py`) and prints them,
 then does one random operation: write, edit, delete, revert, batch propose (two body operations on one document),
-or reindex after a hand edit the script makes on disk first (a new file, a changed body or a removed file).
+or reindex after a hand edit the worker makes on disk first, once it has checked (a new file, a changed body
+or a removed file).
 
 The operation is killed in one of two ways, chosen at random:
 - at a controller step boundary: COMPOZY_FAULT=<step> with COMPOZY_FAULT_SIGNAL=KILL, so the worker sends itself SIGKILL
@@ -15,6 +16,10 @@ The operation is killed in one of two ways, chosen at random:
   the window random kills almost never hit: between a decision's commit and its apply.
 - at a random moment: the script sends SIGKILL 0 to 250 ms after the worker says it is about to start.
 A worker whose operation does not pass its fault step (a noop decision writes no file) completes; that is counted.
+
+Workers are forked from this script after it has imported Django and the services once (`--spawn` execs a fresh
+interpreter per worker instead, about 1 s more per iteration): each fork is its own process with its own database
+connections, opened by its own bootstrap, and is killed for real. Only the import of the code is shared.
 
 After the last iteration one more worker replays and checks. The script prints one JSON document: iterations,
 operations, kills per step, completions, refusals (409s and the like, which are answers, not failures), worker
@@ -25,6 +30,7 @@ takes to boot and check (`--op check`), measured at the start: an iteration cost
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -61,25 +67,6 @@ def worker_env(home: Path, fault: str | None) -> dict[str, str]:
     return env
 
 
-def hand_edit(workspace: Path, rng: random.Random, serial: int) -> str:
-    """What a person does between two reindexes: a new file, a changed body, or a removed file."""
-    root = workspace / ".compozy" / "memory"
-    documents = sorted(p for p in root.glob("*.md") if p.name != "MEMORY.md") if root.is_dir() else []
-    kind = rng.choice(["new", "change", "remove"]) if documents else "new"
-    if kind == "new":
-        root.mkdir(parents=True, exist_ok=True)
-        word = f"handword{serial:05d}"
-        (root / f"project_hand_{serial:05d}.md").write_text(
-            f"---\nname: Hand {serial}\ndescription: Written by hand {word}\ntype: project\nscope: workspace\n---\n\n"
-            f"The {word} note was written without the controller.\n", "utf-8")
-    elif kind == "change":
-        path = rng.choice(documents)
-        path.write_text(path.read_text("utf-8") + f"\nChanged by hand {serial}.\n", "utf-8")
-    else:
-        rng.choice(documents).unlink()
-    return kind
-
-
 def run_worker(home: Path, workspace: Path, op: str, seed: int, *, fault: str | None, kill_after: float | None,
                finish_reindex: bool) -> tuple[int, list[str], dict[str, Any] | None, str]:
     """(exit code, the violations its start-up check found, its op summary or None, stderr tail)."""
@@ -110,6 +97,69 @@ def run_worker(home: Path, workspace: Path, op: str, seed: int, *, fault: str | 
     return proc.returncode, found, summary, stderr[-2000:]
 
 
+def fork_worker(home: Path, workspace: Path, op: str, seed: int, *, fault: str | None, kill_after: float | None,
+                finish_reindex: bool) -> tuple[int, list[str], dict[str, Any] | None, str]:
+    """The same worker as `run_worker`, forked from this already-imported process instead of exec'd."""
+    out_r, out_w = os.pipe()
+    go_r, go_w = os.pipe()
+    err = tempfile.TemporaryFile()  # noqa: SIM115 - closed below, after the worker is reaped
+    pid = os.fork()
+    if pid == 0:  # the worker
+        code = 0
+        try:
+            os.close(out_r)
+            os.close(go_w)
+            os.dup2(out_w, 1)
+            os.dup2(go_r, 0)
+            os.dup2(err.fileno(), 2)
+            sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the handshake line comes from the parent
+            for key in ("COMPOZY_FAULT", "COMPOZY_FAULT_KILL"):
+                os.environ.pop(key, None)
+            if fault:
+                os.environ["COMPOZY_FAULT"] = fault
+                os.environ["COMPOZY_FAULT_KILL"] = "1"
+            from memory.bootstrap import bootstrap
+
+            bootstrap()
+            from writer import run_op
+
+            run_op(argparse.Namespace(workspace=str(workspace), op=op, seed=str(seed), writer_id=seed % 26,
+                                      finish_reindex=finish_reindex, handshake=kill_after is not None))
+        except BaseException:  # noqa: BLE001 - reported to the parent as a worker error
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    os.close(out_w)
+    os.close(go_r)
+    found: list[str] = []
+    summary = None
+    with os.fdopen(out_r) as lines, os.fdopen(go_w, "w") as go:
+        first = lines.readline()
+        if first.startswith("{"):
+            found = json.loads(first)["violations"]
+        if kill_after is not None and first and lines.readline().strip() == "READY":
+            go.write("go\n")
+            go.flush()
+            time.sleep(kill_after)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        rest = lines.read()
+    _pid, status = os.waitpid(pid, 0)
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    for line in rest.splitlines():
+        if line.startswith("{"):
+            summary = json.loads(line)
+    err.seek(0)
+    stderr = err.read().decode("utf-8", "replace")[-2000:]
+    err.close()
+    return code, found, summary, stderr
+
+
 def check_floor(home: Path, workspace: Path, samples: int = 3) -> float:
     timings = []
     for _ in range(samples):
@@ -132,13 +182,34 @@ def plan(iterations: int, rng: random.Random) -> list[tuple[str, str, float | No
     return steps
 
 
-def crash_loop(iterations: int, seed: int, base: Path) -> dict[str, Any]:
+def prepare_fork(home: Path) -> None:
+    """Import Django and the services once, here, without opening the database: every fork starts from this."""
+    os.environ["COMPOZY_HOME"] = str(home)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "compozy.settings"
+    for key in ("COMPOZY_FAULT", "COMPOZY_FAULT_KILL", "COMPOZY_WORKSPACE"):
+        os.environ.pop(key, None)
+    sys.path.insert(0, str(WORKER.parent))
+    import django
+
+    django.setup()
+    import writer  # noqa: F401
+
+    import memory.services.catalog  # noqa: F401
+    import memory.services.decisions  # noqa: F401
+    import memory.services.memories  # noqa: F401
+    import memory.services.propose  # noqa: F401
+
+
+def crash_loop(iterations: int, seed: int, base: Path, *, spawn: bool = False) -> dict[str, Any]:
+    global run_worker
     rng = random.Random(seed)
-    edits = random.Random(seed + 1)  # hand edits depend on what is on disk: their own stream keeps the plan fixed
     home = base / "home"
     workspace = base / "project"
     (workspace / ".git").mkdir(parents=True)
     home.mkdir(mode=0o700)
+    if not spawn:
+        prepare_fork(home)
+        run_worker = fork_worker
     ops: Counter[str] = Counter()
     kills: Counter[str] = Counter()
     completed: Counter[str] = Counter()
@@ -157,8 +228,6 @@ def crash_loop(iterations: int, seed: int, base: Path) -> dict[str, Any]:
     started = time.perf_counter()
     finish_reindex = False
     for iteration, (op, step, kill_after) in enumerate(plan(iterations, rng), start=1):
-        if op == "reindex":
-            hand_edit(workspace, edits, iteration)
         code, found, summary, stderr = run_worker(
             home, workspace, op, seed * 100_000 + iteration, fault=None if step == RANDOM else step,
             kill_after=kill_after, finish_reindex=finish_reindex)
@@ -186,6 +255,7 @@ def crash_loop(iterations: int, seed: int, base: Path) -> dict[str, Any]:
     return {
         "iterations": iterations,
         "seed": seed,
+        "workers": "exec" if spawn else "fork",
         "ops": dict(sorted(ops.items())),
         "planned_per_step": dict(Counter(step for _op, step, _delay in plan(iterations, random.Random(seed)))),
         "kills_per_step": {step: kills[step] for step in (*STEPS, RANDOM)},
@@ -205,11 +275,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=20261130)
+    parser.add_argument("--spawn", action="store_true", help="exec a fresh interpreter per worker (slower)")
     parser.add_argument("--keep", action="store_true", help="keep the temp home and workspace for inspection")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="compozy-crash-loop-"))
     try:
-        result = crash_loop(args.iterations, args.seed, base)
+        result = crash_loop(args.iterations, args.seed, base, spawn=args.spawn)
     finally:
         if not args.keep:
             import shutil

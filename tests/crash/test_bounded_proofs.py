@@ -1,6 +1,6 @@
 """The crash loop and the soak, bounded, so a regression fails the suite (the full runs are in docs/benchmarks.md).
 
-- 30 iterations of bench/crash_loop.py: real worker processes doing a random operation (write, edit, delete,
+- 50 iterations of bench/crash_loop.py: real worker processes doing a random operation (write, edit, delete,
   revert, batch propose, reindex after a hand edit), SIGKILLed at a controller step or at a random moment, each
   followed by a start-up (replay) and the invariants of tests/crash/invariants.py. The seed's plan covers every
   operation and every kill point.
@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from crash_loop import OPS, RANDOM, STEPS, plan  # noqa: E402
 
-ITERATIONS = 30
+ITERATIONS = 50
 SEED = 2  # its plan covers every operation and every kill point (checked below, before the run)
 
 

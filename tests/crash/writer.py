@@ -139,6 +139,25 @@ def random_op(op: str, rng: random.Random, vocabulary: Vocabulary, caller: Any) 
     return {"op": op, "decision": result.decision.id, "decided": result.decision.op, "applied": result.applied}
 
 
+def hand_edit(workspace: Path, rng: random.Random, serial: int) -> str:
+    """What a person does between two reindexes: a new file, a changed body, or a removed file."""
+    root = workspace / ".compozy" / "memory"
+    documents = sorted(p for p in root.glob("*.md") if p.name != "MEMORY.md") if root.is_dir() else []
+    kind = rng.choice(["new", "change", "remove"]) if documents else "new"
+    if kind == "new":
+        root.mkdir(parents=True, exist_ok=True)
+        word = f"handword{serial:05d}"
+        (root / f"project_hand_{serial:05d}.md").write_text(
+            f"---\nname: Hand {serial}\ndescription: Written by hand {word}\ntype: project\nscope: workspace\n---\n\n"
+            f"The {word} note was written without the controller.\n", "utf-8")
+    elif kind == "change":
+        path = rng.choice(documents)
+        path.write_text(path.read_text("utf-8") + f"\nChanged by hand {serial}.\n", "utf-8")
+    else:
+        rng.choice(documents).unlink()
+    return kind
+
+
 def run_op(args: argparse.Namespace) -> None:
     """`--op`: replay (bootstrap, done), finish a killed reindex if asked, check, then one operation."""
     from memory.domain.enums import Origin
@@ -164,6 +183,9 @@ def run_op(args: argparse.Namespace) -> None:
         sys.stdin.readline()
     rng = random.Random(args.seed)
     vocabulary = Vocabulary(args.writer_id, seed=str(args.seed))
+    if args.op == "reindex":
+        # After the check: a hand edit is drift by design until a reindex records it.
+        hand_edit(Path(args.workspace), rng, int(str(args.seed)[-5:]))
     try:
         summary = random_op(args.op, rng, vocabulary, caller)
     except CompozyError as error:  # a refusal (a conflict, say) is an answer, not a failure of the process

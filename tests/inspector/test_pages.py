@@ -310,7 +310,7 @@ def test_the_events_page_filters_by_family_and_shows_metadata(browser, ws, works
     assert "memory.write.rejected" in rejected and "memory.write.committed" not in rejected
     assert "scan.prompt_injection" in rejected  # metadata names rule ids
     other = tmp_path / "other"
-    other.mkdir()
+    (other / ".git").mkdir(parents=True)  # another checkout: workspaces are created only at one
     r.ensure_workspace(other)
     h.write(other, name="Elsewhere", content="Another workspace's event.")
     mine = page_text(browser.get(f"/inspector/events/?workspace={ws}"))

@@ -36,7 +36,7 @@ def test_activity_counts_each_hour_of_the_window_by_family_and_only_this_workspa
     h.write(workspace_dir, name="Counted", content="A counted write.")
     r.search(workspace_dir, "counted write please")
     other = tmp_path / "other"
-    other.mkdir()
+    (other / ".git").mkdir(parents=True)  # another checkout: workspaces are created only at one
     h.write(other, name="Elsewhere", content="Another workspace's write.")
     old = Event.objects.create(op=EventOp.WRITE_COMMITTED.value, workspace_id=ws, actor="cli", metadata={},
                                ts=Event.objects.latest("ts").ts - timedelta(days=8))
@@ -53,7 +53,7 @@ def test_snapshot_usage_lists_the_sessions_of_this_workspace_that_saw_a_memory(h
     h.write(workspace_dir, name="Seen", type="user", content="A global memory every session sees.")
     r.snapshot(workspace_dir, session_id="here-1")
     other = tmp_path / "other"
-    other.mkdir()
+    (other / ".git").mkdir(parents=True)  # another checkout: workspaces are created only at one
     r.ensure_workspace(other)
     r.snapshot(other, session_id="there-1")
     usage = snapshots.snapshot_usage(data=snapshots.SnapshotUsageInput.parse({"filename": "user_seen.md"}),
