@@ -176,7 +176,7 @@ def mcp_loop(surface: Surface, home: Path, workspace: Path, until: float, *, alo
 def reindex_loop(surface: Surface, workspace_id: str, until: float, *, alone: bool = False) -> None:
     from memory.domain.enums import Origin
     from memory.services.catalog import ReindexInput
-    from memory.services.context import Caller
+    from memory.services.inputs import Caller
     from memory.services.jobs import JobIdInput, job_get, reindex_job_start
 
     caller = Caller(origin=Origin.HTTP)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -42,14 +43,18 @@ class Session:
     """Who the calling agent is: its session, its agent name, and (for a sub-agent) its parent session."""
 
     def __init__(self, session_id: str | None = None, agent: str | None = None,
-                 parent_session_id: str | None = None, workspace: str | None = None) -> None:
+                 parent_session_id: str | None = None, workspace: str | None = None,
+                 cwd: str | None = None) -> None:
         self.session_id = session_id
         self.agent = agent
         self.parent_session_id = parent_session_id
         self.workspace = workspace
+        # Without --workspace the workspace is found from the directory the client started the server in, as
+        # the CLI finds it: walking up, so a fresh checkout reads global memory until its first workspace write.
+        self.cwd = cwd
 
     def caller(self) -> Caller:
-        return Caller(origin=Origin.TOOL, cwd=None, session_id=self.session_id,
+        return Caller(origin=Origin.TOOL, cwd=Path(self.cwd) if self.cwd else None, session_id=self.session_id,
                       parent_session_id=self.parent_session_id)
 
     def fields(self, verb: Verb, arguments: dict[str, Any]) -> dict[str, Any]:

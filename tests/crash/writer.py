@@ -163,7 +163,7 @@ def run_op(args: argparse.Namespace) -> None:
     from memory.domain.enums import Origin
     from memory.domain.errors import CompozyError
     from memory.services import catalog
-    from memory.services.context import Caller
+    from memory.services.inputs import Caller
     from tests.crash.invariants import violations
 
     caller = Caller(origin=Origin.TOOL if args.op == "propose" else Origin.CLI, cwd=Path(args.workspace))

@@ -124,3 +124,28 @@ def test_a_read_of_a_path_without_a_workspace_is_workspace_required_not_an_empty
         assert response.status_code == 400 and body["code"] == "memory.scope.workspace_required", (path, body)
         assert body["details"]["reason"] == "no_workspace"
     assert not (unknown / ".compozy").exists()
+
+
+@pytest.mark.django_db(transaction=True)  # MCP runs plain tools in a worker thread
+def test_an_mcp_server_started_in_a_fresh_checkout_reads_global_memory_and_creates_the_workspace_on_write(
+        home, workspace_dir, tmp_path):
+    import asyncio
+
+    from mcp import Client
+
+    from memory.tools.server import Session, build_server
+
+    h.write(tmp_path, type="user", scope="global", name="Global Fact", description="d", content="Seen everywhere.")
+    server = build_server(Session(session_id="fresh", cwd=str(workspace_dir)))
+
+    async def go():
+        async with Client(server) as client:
+            listed = await client.call_tool("compozy__memory_list", {})
+            written = await client.call_tool("compozy__memory_propose", {"operation": "add", **FACT})
+            return listed, written
+
+    listed, written = asyncio.run(go())
+    assert not listed.is_error, listed.content
+    assert [m["filename"] for m in listed.structured_content["memories"]] == ["user_global_fact.md"]
+    assert not written.is_error, written.content
+    assert (workspace_dir / ".compozy" / "workspace.toml").is_file()

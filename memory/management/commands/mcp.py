@@ -33,9 +33,10 @@ class Command(ProductCommand):
         from memory.bootstrap import bootstrap
 
         bootstrap()
-        workspace = options["workspace"] or os.getcwd()
+        workspace = options["workspace"]
         session = Session(session_id=options["session"], agent=options["agent"],
-                          parent_session_id=options["parent_session"], workspace=workspace)
+                          parent_session_id=options["parent_session"], workspace=workspace,
+                          cwd=os.getcwd())
         toolsets = tuple(name.strip() for name in options["toolsets"].split(",") if name.strip())
         unknown = sorted(set(toolsets) - {AGENT_TOOLSET, ADMIN_TOOLSET})
         if unknown or not toolsets:
