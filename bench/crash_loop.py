@@ -113,11 +113,11 @@ def fork_worker(home: Path, workspace: Path, op: str, seed: int, *, fault: str |
             os.dup2(go_r, 0)
             os.dup2(err.fileno(), 2)
             sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the handshake line comes from the parent
-            for key in ("COMPOZY_FAULT", "COMPOZY_FAULT_KILL"):
+            for key in ("COMPOZY_FAULT", "COMPOZY_FAULT_SIGNAL"):
                 os.environ.pop(key, None)
             if fault:
                 os.environ["COMPOZY_FAULT"] = fault
-                os.environ["COMPOZY_FAULT_KILL"] = "1"
+                os.environ["COMPOZY_FAULT_SIGNAL"] = "KILL"
             from memory.bootstrap import bootstrap
 
             bootstrap()
@@ -186,7 +186,7 @@ def prepare_fork(home: Path) -> None:
     """Import Django and the services once, here, without opening the database: every fork starts from this."""
     os.environ["COMPOZY_HOME"] = str(home)
     os.environ["DJANGO_SETTINGS_MODULE"] = "compozy.settings"
-    for key in ("COMPOZY_FAULT", "COMPOZY_FAULT_KILL", "COMPOZY_WORKSPACE"):
+    for key in ("COMPOZY_FAULT", "COMPOZY_FAULT_SIGNAL", "COMPOZY_WORKSPACE"):
         os.environ.pop(key, None)
     sys.path.insert(0, str(WORKER.parent))
     import django
