@@ -101,9 +101,9 @@ def resolve_workspace(spec: str | None, caller: Caller, *, create: bool,
                 identity = create_identity(new_workspace_dir(path, operator_named=operator_named))
             else:
                 raise WorkspaceRequired(
-                    f"--workspace {spec} holds no workspace yet. A write of workspace memory there creates one "
-                    "(at its git checkout, or with --create-workspace).",
-                    details={"workspace": spec, "reason": "no_workspace"},
+                    f"workspace {spec} holds no workspace yet. A write of workspace memory there creates one "
+                    "(at its git checkout, or anywhere of yours with create_workspace).",
+                    details={"field": "workspace", "workspace": spec, "reason": "no_workspace"},
                 )
     elif caller.cwd is not None:
         found = find_workspace_dir(caller.cwd)

@@ -106,7 +106,7 @@ def new_workspace_dir(start: Path, *, operator_named: bool) -> Path:
     if checkout is None:
         raise WorkspaceRequired(
             f"{start} is not inside a git checkout, and a workspace is created only at one. Run inside the "
-            "project's checkout, or name the directory explicitly: --workspace <path> --create-workspace.",
+            "project's checkout, or name the directory as workspace with create_workspace.",
             details={"field": "workspace", "path": str(start), "reason": "not_a_checkout"},
         )
     return checkout
@@ -148,7 +148,7 @@ def create_identity(directory: Path) -> WorkspaceIdentity:
     if reason is not None:
         raise WorkspaceRequired(
             f"{directory} cannot be a workspace ({reason.replace('_', ' ')}). Run inside a project's git checkout "
-            "that you own, or pass --workspace <path> --create-workspace for a directory of your own.",
+            "that you own, or name a directory of your own as workspace with create_workspace.",
             details={"field": "workspace", "path": str(directory), "reason": reason},
         )
     target = directory / WORKSPACE_FILE

@@ -79,6 +79,10 @@ def test_query_parameters_keep_their_enums_bounds_and_descriptions(schema):
 
 def test_http_errors_name_fields_and_never_cli_flags(server):
     with server.uds() as client:
+        # A path naming no workspace yet is its own error (workspace_required): make sure this one holds one.
+        assert client.post("/api/memory", json={"type": "project", "name": "Field Names", "description": "d",
+                                                "content": "Errors name fields.", "workspace": str(server.workspace)}
+                           ).status_code == 200
         agent = client.get("/api/memory", params={"scope": "agent", "workspace": str(server.workspace)}).json()
         assert agent["code"] == "memory.scope.invalid" and "agent_name" in agent["message"]
         nowhere = client.get("/api/memory", params={"scope": "workspace"}).json()
