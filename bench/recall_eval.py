@@ -128,15 +128,54 @@ def first_hit(turn_ids: list[str], evidence: list[str]) -> int | None:
     return None
 
 
-def run(env: common.Env, data: Path, limit: int | None) -> dict[str, object]:
+def index_conversation(env: common.Env, conv: str, rows: list[dict]):  # noqa: ANN201
+    """Write one conversation's turns as memory files into a workspace of its own and reindex it. Returns the
+    caller to search as, {filename: turn id}, and the floor's documents."""
     from memory.domain.document import render_document
     from memory.domain.enums import MemoryType, Origin, Scope
     from memory.domain.models import Frontmatter, Provenance, ScopeRef, format_timestamp
-    from memory.domain.text import STOPWORDS, words
     from memory.services.catalog import ReindexInput, catalog_reindex
     from memory.services.inputs import Caller, Selector
-    from memory.services.recall import SearchInput, memory_search
     from memory.services.resolution import resolve
+
+    workspace = env.base / f"ws-{conv}"
+    (workspace / ".git").mkdir(parents=True)
+    caller = Caller(origin=Origin.CLI, cwd=workspace)
+    resolved = resolve(Selector(), caller, create_workspace=True)
+    root = resolved.root(ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id))
+    root.mkdir(parents=True, exist_ok=True)
+    by_file: dict[str, str] = {}
+    floor_docs = []
+    said_before: dict[str, int] = defaultdict(int)
+    for row in rows:
+        filename, name, description, body, when = document(row)
+        session = turn_key(row.get("session") or row.get("time") or "")
+        stamp = format_timestamp((when or UNKNOWN_TIME) + timedelta(seconds=said_before[session]))
+        said_before[session] += 1
+        provenance = Provenance(source_sessions=[f"{conv}/{session}"], created_at=stamp, updated_at=stamp)
+        front = Frontmatter(name=name, description=description, type=MemoryType.PROJECT, scope=Scope.WORKSPACE,
+                            provenance=provenance)
+        (root / filename).write_text(render_document(front, body), "utf-8")
+        by_file[filename] = row["turn"]
+        floor_docs.append((row["turn"], name, description, body))
+    report = catalog_reindex(data=ReindexInput.parse({}), caller=caller)
+    common.log(f"{conv}: {len(rows)} turns indexed ({report.indexed} rows)")
+    return caller, by_file, floor_docs
+
+
+def ask(caller, by_file: dict[str, str], question: dict) -> tuple[tuple[str, int | None], float]:  # noqa: ANN001
+    """One question through the real memory_search: ((category, rank of the first evidence hit), seconds)."""
+    from memory.services.recall import SearchInput, memory_search
+
+    started = time.perf_counter()
+    result = memory_search(data=SearchInput.parse({"query": question["question"], "top_k": 10}), caller=caller)
+    seconds = time.perf_counter() - started
+    ids = [by_file.get(hit.memory.filename, "") for hit in result.results if hit.shadowed_by is None]
+    return (question["category"], first_hit(ids, question["evidence"])), seconds
+
+
+def run(env: common.Env, data: Path, limit: int | None) -> dict[str, object]:
+    from memory.domain.text import STOPWORDS, words
 
     turns, questions = load(data, limit)
     product: list[tuple[str, int | None]] = []
@@ -145,35 +184,11 @@ def run(env: common.Env, data: Path, limit: int | None) -> dict[str, object]:
     floor_s: list[float] = []
     per_conversation: dict[str, dict[str, float]] = {}
     for conv, rows in turns.items():
-        workspace = env.base / f"ws-{conv}"
-        (workspace / ".git").mkdir(parents=True)
-        caller = Caller(origin=Origin.CLI, cwd=workspace)
-        resolved = resolve(Selector(), caller, create_workspace=True)
-        root = resolved.root(ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id))
-        root.mkdir(parents=True, exist_ok=True)
-        by_file: dict[str, str] = {}
-        floor_docs = []
-        said_before: dict[str, int] = defaultdict(int)
-        for row in rows:
-            filename, name, description, body, when = document(row)
-            session = turn_key(row.get("session") or row.get("time") or "")
-            stamp = format_timestamp((when or UNKNOWN_TIME) + timedelta(seconds=said_before[session]))
-            said_before[session] += 1
-            provenance = Provenance(source_sessions=[f"{conv}/{session}"], created_at=stamp, updated_at=stamp)
-            front = Frontmatter(name=name, description=description, type=MemoryType.PROJECT, scope=Scope.WORKSPACE,
-                                provenance=provenance)
-            (root / filename).write_text(render_document(front, body), "utf-8")
-            by_file[filename] = row["turn"]
-            floor_docs.append((row["turn"], name, description, body))
-        report = catalog_reindex(data=ReindexInput.parse({}), caller=caller)
-        common.log(f"{conv}: {len(rows)} turns indexed ({report.indexed} rows), {len(questions[conv])} questions")
+        caller, by_file, floor_docs = index_conversation(env, conv, rows)
         for question in questions[conv]:
-            started = time.perf_counter()
-            result = memory_search(data=SearchInput.parse({"query": question["question"], "top_k": 10}),
-                                   caller=caller)
-            product_s.append(time.perf_counter() - started)
-            ids = [by_file.get(hit.memory.filename, "") for hit in result.results if hit.shadowed_by is None]
-            product.append((question["category"], first_hit(ids, question["evidence"])))
+            rank, seconds = ask(caller, by_file, question)
+            product.append(rank)
+            product_s.append(seconds)
         ranks, seconds = floor_ranks(floor_docs, questions[conv], STOPWORDS, words)
         floor.extend(ranks)
         floor_s.extend(seconds)

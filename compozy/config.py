@@ -57,6 +57,7 @@ class ControllerConfig(_Section):
 class RecallWeights(_Section):
     unicode: float = Field(0.55, ge=0)
     trigram: float = Field(0.20, ge=0)
+    semantic: float = Field(0.20, ge=0)
     recency: float = Field(0.15, ge=0)
     signal: float = Field(0.10, ge=0)
 
@@ -81,6 +82,8 @@ class RecallConfig(_Section):
     freshness: Freshness = Freshness()
     recency_half_life_days: float = Field(14.0, gt=0)
     context: RecallContext = RecallContext()
+    # Reciprocal-rank constant: a list's entry at rank r (from 0) scores weight·k/(k+r).
+    rank_constant: float = Field(1.0, gt=0)
 
 
 class DreamGates(_Section):
@@ -134,6 +137,20 @@ class ExtractorConfig(_Section):
     _ms = field_validator("deadline", mode="before")(classmethod(lambda cls, v: _duration_ms(v)))
 
 
+class EmbedderConfig(_Section):
+    """Where recall's vectors come from (memory/providers/embeddings.py). Read from the home config and the
+    environment only: every vector in the database must come from one model."""
+
+    kind: Literal["local", "openai", "none"] = "local"
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: int = 2_000
+    batch: int = Field(64, ge=1, le=2048)
+
+    _ms = field_validator("timeout", mode="before")(classmethod(lambda cls, v: _duration_ms(v)))
+
+
 class MemoryConfig(_Section):
     file: FileLimits = FileLimits()
     controller: ControllerConfig = ControllerConfig()
@@ -143,6 +160,7 @@ class MemoryConfig(_Section):
     workspace: WorkspaceConfig = WorkspaceConfig()
     provider: ProviderConfig = ProviderConfig()
     extractor: ExtractorConfig = ExtractorConfig()
+    embedder: EmbedderConfig = EmbedderConfig()
 
 
 class CompactionConfig(_Section):

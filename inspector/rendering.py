@@ -86,7 +86,7 @@ def activity_chart(activity: dict[str, Any]) -> dict[str, Any]:
 
 
 SCORE_BAR_WIDTH = 300
-SCORE_PARTS = ("unicode", "trigram", "recency", "signal")
+SCORE_PARTS = ("unicode", "trigram", "semantic", "recency", "signal")
 
 
 def score_bars(hits: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

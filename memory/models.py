@@ -129,13 +129,17 @@ class CatalogEntry(models.Model):
 
 
 class Chunk(models.Model):
-    """memory_chunks: the text the FTS5 tables index. Each memory document is one chunk."""
+    """memory_chunks: the text the FTS5 tables index, one row per passage of a memory's body (a short body is one
+    passage; joined by ordinal, the passages are the body), with the passage's embedding and the model that made
+    it (empty with no vector)."""
 
     entry = models.ForeignKey(CatalogEntry, on_delete=models.CASCADE, related_name="chunks")
     ordinal = models.IntegerField(default=0)
     name = models.TextField()
     description = models.TextField()
     body = models.TextField()
+    vector = models.BinaryField(null=True)
+    vector_model = models.CharField(max_length=200, default="", blank=True)
 
     class Meta:
         db_table = "memory_chunks"

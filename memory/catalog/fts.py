@@ -17,7 +17,8 @@ def _create(table: str, tokenizer: str) -> list[str]:
         f"CREATE TRIGGER {table}_ad AFTER DELETE ON memory_chunks BEGIN "
         f"INSERT INTO {table}({table}, rowid, name, description, body) "
         f"VALUES ('delete', old.id, old.name, old.description, old.body); END",
-        f"CREATE TRIGGER {table}_au AFTER UPDATE ON memory_chunks BEGIN "
+        # Only the text columns: storing a chunk's vector must not re-index its text.
+        f"CREATE TRIGGER {table}_au AFTER UPDATE OF name, description, body ON memory_chunks BEGIN "
         f"INSERT INTO {table}({table}, rowid, name, description, body) "
         f"VALUES ('delete', old.id, old.name, old.description, old.body); "
         f"INSERT INTO {table}(rowid, name, description, body) VALUES (new.id, new.name, new.description, new.body); END",
@@ -42,32 +43,51 @@ def match_expression(terms: list[str]) -> str | None:
 
 
 def overlap_candidates(cursor, *, root_key: str, memory_type: str, terms: list[str], limit: int) -> list[tuple]:
-    """Entries of one root and type sharing any of `terms`, best bm25 first: (entry_id, filename, name,
-    description, body)."""
+    """Entries of one root and type sharing any of `terms`, best bm25 first (by their best passage):
+    (entry_id, filename, name, description, body)."""
     expression = match_expression(terms)
     if expression is None:
         return []
     cursor.execute(
         f"""
-        SELECT e.id, e.filename, c.name, c.description, c.body
+        SELECT e.id, e.filename, e.name, e.description
         FROM {UNICODE_TABLE} f
         JOIN memory_chunks c ON c.id = f.rowid
         JOIN memory_catalog_entries e ON e.id = c.entry_id
         WHERE {UNICODE_TABLE} MATCH %s AND e.root_key = %s AND e.type = %s AND e.is_system = 0
         ORDER BY bm25({UNICODE_TABLE}) LIMIT %s
         """,
-        [expression, root_key, memory_type, limit],
+        [expression, root_key, memory_type, limit * 4],
     )
-    return cursor.fetchall()
+    best: dict[int, tuple] = {}
+    for row in cursor.fetchall():
+        best.setdefault(row[0], row)  # rows come best first: an entry's first row is its best passage
+    found = list(best.values())[:limit]
+    bodies = entry_bodies(cursor, [row[0] for row in found])
+    return [(*row, bodies.get(row[0], "")) for row in found]
+
+
+def entry_bodies(cursor, entry_ids: list[int]) -> dict[int, str]:  # noqa: ANN001
+    """Each entry's whole body: its chunks' passages joined in order (they are exact slices of the body)."""
+    if not entry_ids:
+        return {}
+    cursor.execute("SELECT entry_id, body FROM memory_chunks WHERE entry_id IN (SELECT value FROM json_each(%s)) "
+                   "ORDER BY entry_id, ordinal", [json.dumps(list(entry_ids))])
+    bodies: dict[int, list[str]] = {}
+    for entry, passage in cursor.fetchall():
+        bodies.setdefault(entry, []).append(passage)
+    return {entry: "".join(parts) for entry, parts in bodies.items()}
 
 
 # bm25 column weights (name, description, body): a word in a memory's name says more about it than one in its body.
 UNICODE_WEIGHTS = (3.0, 2.0, 1.0)
 TRIGRAM_WEIGHTS = (3.0, 2.0, 1.0)
 
+# `passage` is the text of the entry's best-matching chunk (its first, for rows looked up by entry id): recall
+# scores and cuts snippets from passages and reads whole bodies only for the memories it returns.
 RECALL_COLUMNS = ("entry_id", "bm25", "snippet", "root_key", "scope", "workspace_id", "agent_name", "agent_tier",
-                  "filename", "type", "slug", "name", "description", "body", "updated_at", "created_at", "size",
-                  "content_hash", "is_system", "origin_session")
+                  "filename", "type", "slug", "name", "description", "passage", "updated_at", "created_at", "size",
+                  "content_hash", "is_system", "origin_session", "chunk_id")
 
 
 def count_matches(cursor, expression: str, cap: int) -> int:
@@ -94,7 +114,7 @@ OVERFETCH = 4
 _ROW_COLUMNS = (
     "SELECT c.id, e.id, e.root_key, e.scope, e.workspace_id, e.agent_name, e.agent_tier, e.filename, e.type, e.slug, "
     "e.name, e.description, c.body, e.updated_at, e.created_at, e.size, e.content_hash, e.is_system, "
-    "e.origin_session "
+    "e.origin_session, c.id "
 )
 # CROSS JOIN fixes the loop order: chunks by rowid first. Left to itself, SQLite walks the root's whole index.
 _ROW_SQL = _ROW_COLUMNS + "FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
@@ -115,27 +135,40 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
         cursor.execute(_ROW_SQL + f"WHERE c.id IN ({marks}) AND e.root_key IN ({roots}){system}",
                        [rowid for rowid, _score in hits] + list(root_keys))
         by_chunk = {row[0]: row for row in cursor.fetchall()}
-        ranked = [(by_chunk[rowid], value) for rowid, value in hits if rowid in by_chunk][:limit]
+        ranked = _best_per_entry(((by_chunk[rowid], value) for rowid, value in hits if rowid in by_chunk), limit)
     if len(ranked) < limit and len(hits) == fetch:
         # Other roots' memories filled the over-fetched hits: rank within the visible roots directly.
         cursor.execute(
             f"SELECT c.id, {score} AS score FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
             f"JOIN memory_catalog_entries e ON e.id = c.entry_id "
             f"WHERE {table} MATCH %s AND e.root_key IN ({roots}){system} ORDER BY score LIMIT %s",
-            [expression, *root_keys, limit],
+            [expression, *root_keys, fetch],
         )
         scored = cursor.fetchall()
         marks = ", ".join("%s" for _ in scored)
         cursor.execute(_ROW_SQL + f"WHERE c.id IN ({marks})", [rowid for rowid, _value in scored])
         by_chunk = {row[0]: row for row in cursor.fetchall()}
-        ranked = [(by_chunk[rowid], value) for rowid, value in scored if rowid in by_chunk]
+        ranked = _best_per_entry(((by_chunk[rowid], value) for rowid, value in scored if rowid in by_chunk), limit)
     return [_recall_row(row, value) for row, value in ranked]
+
+
+def _best_per_entry(hits, limit: int) -> list[tuple]:  # noqa: ANN001
+    """Chunk hits (best first) to entry hits: each memory once, by its best passage."""
+    seen: set[int] = set()
+    ranked = []
+    for row, value in hits:
+        if row[1] not in seen:
+            seen.add(row[1])
+            ranked.append((row, value))
+            if len(ranked) == limit:
+                break
+    return ranked
 
 
 def _recall_row(row: tuple, score: float) -> tuple:
     """A row of `_ROW_COLUMNS` in RECALL_COLUMNS order: entry_id, the score, an empty snippet, then the catalog
-    columns. Snippets are cut by the caller from the body: FTS5's snippet() over a rowid list would re-run the
-    whole match."""
+    columns and the chunk id. Snippets are cut by the caller from the passage: FTS5's snippet() over a rowid list
+    would re-run the whole match."""
     return (row[1], score, "", *row[2:])
 
 
@@ -152,9 +185,12 @@ def _successor_sql(window: int, include_system: bool) -> str:
             f"WHERE a.id IN (SELECT value FROM json_each(%s)) AND a.origin_session != ''")
 
 
-# The same rows looked up by entry id (entries first, each joined to its chunk).
+# The same rows looked up by entry id (entries first, each joined to its first chunk).
 _ENTRY_ROWS_SQL = (_ROW_COLUMNS + "FROM memory_catalog_entries e CROSS JOIN memory_chunks c ON c.entry_id = e.id "
-                   "WHERE e.id IN (SELECT value FROM json_each(%s))")
+                   "WHERE e.id IN (SELECT value FROM json_each(%s)) AND c.ordinal = 0")
+# Rows by chunk id: the semantic list's hits.
+_CHUNK_ROWS_SQL = (_ROW_COLUMNS + "FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
+                   "WHERE c.id IN (SELECT value FROM json_each(%s))")
 _ENTRY_HEADERS_SQL = ("SELECT e.id, e.filename, e.name, e.description FROM memory_catalog_entries e "
                       "WHERE e.id IN (SELECT value FROM json_each(%s))")
 
@@ -184,6 +220,14 @@ def entry_rows(cursor, entry_ids: list[int]) -> list[tuple]:  # noqa: ANN001
     if not entry_ids:
         return []
     cursor.execute(_ENTRY_ROWS_SQL, [json.dumps(entry_ids)])
+    return [_recall_row(row, 0.0) for row in cursor.fetchall()]
+
+
+def chunk_rows(cursor, chunk_ids: list[int]) -> list[tuple]:  # noqa: ANN001
+    """Rows of RECALL_COLUMNS (no score) for these chunks, in no particular order."""
+    if not chunk_ids:
+        return []
+    cursor.execute(_CHUNK_ROWS_SQL, [json.dumps(chunk_ids)])
     return [_recall_row(row, 0.0) for row in cursor.fetchall()]
 
 

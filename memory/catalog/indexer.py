@@ -17,11 +17,14 @@ from django.db import connection
 from memory.domain.document import Document, body_fingerprint
 from memory.domain.models import ScopeRef, sha256_text
 from memory.domain.names import entity_key, is_system_path, parse_filename
+from memory.domain.passages import passages
+
+from . import vectors
 
 GENERATION_KEY = "generation"
 # Bump when entry_row derives rows differently: the next reindex then re-derives every row instead of trusting
 # rows whose file bytes are unchanged.
-CATALOG_DERIVATION = 2
+CATALOG_DERIVATION = 3  # 3: long bodies in passages, each chunk with its vector
 DERIVATION_KEY = "catalog_derivation"
 
 ENTRY_COLUMNS = (
@@ -45,10 +48,11 @@ class DiskFile:
 
 @dataclass(frozen=True)
 class Row:
-    """One derived catalog row (values in column order) and the body its chunk indexes."""
+    """One derived catalog row (values in column order), its body and the body's passages (one chunk each)."""
 
     values: tuple[Any, ...]
     body: str
+    chunks: tuple[str, ...]
 
     @property
     def filename(self) -> str:
@@ -111,7 +115,7 @@ def entry_row(ref: ScopeRef, disk: DiskFile, document: Document) -> Row:
     fields["created_at"] = adapt(fields["created_at"])
     fields["updated_at"] = adapt(fields["updated_at"])
     fields["is_system"] = int(fields["is_system"])
-    return Row(tuple(fields[column] for column in ENTRY_COLUMNS), document.body)
+    return Row(tuple(fields[column] for column in ENTRY_COLUMNS), document.body, tuple(passages(document.body)))
 
 
 _INSERT_ENTRY = (
@@ -122,34 +126,46 @@ _INSERT_ENTRY = (
 )
 
 
+_INSERT_CHUNK = ("INSERT INTO memory_chunks (entry_id, ordinal, name, description, body, vector, vector_model) "
+                 "VALUES (%s, %s, %s, %s, %s, %s, %s)")
+
+
+def _chunk_texts(row: Row) -> list[str]:
+    return [vectors.chunk_text(row.name, row.description, passage) for passage in row.chunks]
+
+
 def upsert_rows(rows: Sequence[Row]) -> list[tuple[str, str] | None]:
-    """Insert or replace rows. A chunk is rewritten (and so re-indexed by the FTS triggers) only when its text
-    changed. Returns, per row, the (name, description) it replaced, or None for a new row. The caller owns the
-    transaction."""
+    """Insert or replace rows. A memory's chunks are rewritten (and so re-indexed by the FTS triggers, and
+    embedded again) only when their text changed; unchanged chunks without a current vector get one. Returns, per
+    row, the (name, description) it replaced, or None for a new row. The caller owns the transaction."""
     previous: list[tuple[str, str] | None] = []
+    rewrite: list[tuple[int, Row]] = []
+    kept: list[int] = []
     with connection.cursor() as cursor:
         for row in rows:
             root_key, filename = row.values[0], row.values[_FILENAME]
             cursor.execute(
-                "SELECT e.id, c.id, c.name, c.description, c.body FROM memory_catalog_entries e "
-                "LEFT JOIN memory_chunks c ON c.entry_id = e.id WHERE e.root_key = %s AND e.filename = %s",
+                "SELECT c.name, c.description, c.body FROM memory_catalog_entries e "
+                "JOIN memory_chunks c ON c.entry_id = e.id WHERE e.root_key = %s AND e.filename = %s ORDER BY c.ordinal",
                 [root_key, filename],
             )
-            existing = cursor.fetchone()
-            previous.append(None if existing is None or existing[1] is None else (existing[2], existing[3]))
+            existing = cursor.fetchall()
+            previous.append((existing[0][0], existing[0][1]) if existing else None)
             cursor.execute(_INSERT_ENTRY, list(row.values))
             entry_id = cursor.fetchone()[0]
-            text = (row.values[_NAME], row.values[_DESCRIPTION], row.body)
-            if existing is None or existing[1] is None:
-                cursor.execute(
-                    "INSERT INTO memory_chunks (entry_id, ordinal, name, description, body) VALUES (%s, 0, %s, %s, %s)",
-                    [entry_id, *text],
-                )
-            elif tuple(existing[2:5]) != text:
-                cursor.execute(
-                    "UPDATE memory_chunks SET name = %s, description = %s, body = %s WHERE id = %s",
-                    [*text, existing[1]],
-                )
+            if [tuple(chunk) for chunk in existing] == [(row.name, row.description, text) for text in row.chunks]:
+                kept.append(entry_id)
+            else:
+                rewrite.append((entry_id, row))
+        blobs, model = vectors.embed([text for _entry, row in rewrite for text in _chunk_texts(row)])
+        position = 0
+        for entry_id, row in rewrite:
+            cursor.execute("DELETE FROM memory_chunks WHERE entry_id = %s", [entry_id])
+            for ordinal, passage in enumerate(row.chunks):
+                cursor.execute(_INSERT_CHUNK, [entry_id, ordinal, row.name, row.description, passage,
+                                               blobs[position], model])
+                position += 1
+    vectors.fill_missing(entry_ids=kept)
     return previous
 
 
@@ -158,8 +174,8 @@ _INSERT_NEW_ENTRY = (
     f"VALUES ({', '.join('%s' for _ in ENTRY_COLUMNS)})"
 )
 _INSERT_NEW_CHUNK = (
-    "INSERT INTO memory_chunks (entry_id, ordinal, name, description, body) "
-    "SELECT id, 0, %s, %s, %s FROM memory_catalog_entries WHERE root_key = %s AND filename = %s"
+    "INSERT INTO memory_chunks (entry_id, ordinal, name, description, body, vector, vector_model) "
+    "SELECT id, %s, %s, %s, %s, %s, %s FROM memory_catalog_entries WHERE root_key = %s AND filename = %s"
 )
 
 
@@ -169,9 +185,12 @@ def insert_new_rows(rows: Sequence[Row]) -> None:
         for start in range(0, len(rows), 1000):
             batch = rows[start : start + 1000]
             cursor.executemany(_INSERT_NEW_ENTRY, [list(row.values) for row in batch])
+            blobs, model = vectors.embed([text for row in batch for text in _chunk_texts(row)])
+            chunks = [(row, ordinal, passage) for row in batch for ordinal, passage in enumerate(row.chunks)]
             cursor.executemany(
                 _INSERT_NEW_CHUNK,
-                [[row.name, row.description, row.body, row.values[0], row.filename] for row in batch],
+                [[ordinal, row.name, row.description, passage, blob, model, row.values[0], row.filename]
+                 for (row, ordinal, passage), blob in zip(chunks, blobs, strict=True)],
             )
 
 
@@ -195,16 +214,22 @@ def delete_rows(root_key: str, filenames: Iterable[str]) -> int:
     return removed
 
 
-def stored_rows(root_key: str, *, include_system: bool) -> dict[str, tuple[tuple[Any, ...], str]]:
-    """The root's rows as {filename: (values in column order, chunk body)}, for comparing with derived rows."""
+def stored_rows(root_key: str, *, include_system: bool) -> dict[str, tuple[tuple[Any, ...], tuple[str, ...]]]:
+    """The root's rows as {filename: (values in column order, chunk bodies by ordinal)}, for comparing with
+    derived rows (`(row.values, row.chunks)`)."""
     system = "" if include_system else " AND e.is_system = 0"
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {', '.join('e.' + c for c in ENTRY_COLUMNS)}, c.body FROM memory_catalog_entries e "
-            f"LEFT JOIN memory_chunks c ON c.entry_id = e.id WHERE e.root_key = %s{system}",
+            f"LEFT JOIN memory_chunks c ON c.entry_id = e.id WHERE e.root_key = %s{system} ORDER BY e.id, c.ordinal",
             [root_key],
         )
-        return {row[_FILENAME]: (tuple(_as_stored(value) for value in row[:-1]), row[-1]) for row in cursor.fetchall()}
+        stored: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {}
+        for row in cursor.fetchall():
+            filename = row[_FILENAME]
+            values, chunks = stored.get(filename) or (tuple(_as_stored(value) for value in row[:-1]), ())
+            stored[filename] = (values, chunks + ((row[-1],) if row[-1] is not None else ()))
+        return stored
 
 
 def _as_stored(value: Any) -> Any:

@@ -9,8 +9,8 @@ from memory.domain.catalog_view import Target
 from . import fts
 
 _TARGETS = (
-    "SELECT e.filename, e.name, e.description, c.body, e.body_key FROM memory_catalog_entries e "
-    "JOIN memory_chunks c ON c.entry_id = e.id WHERE e.root_key = %s AND e.is_system = 0 AND "
+    "SELECT e.id, e.filename, e.name, e.description, e.body_key FROM memory_catalog_entries e "
+    "WHERE e.root_key = %s AND e.is_system = 0 AND "
 )
 
 
@@ -28,7 +28,11 @@ class RootCatalogView:
             # Sorted here, not by ORDER BY: that would tempt SQLite into walking the (root_key, filename) index
             # over the whole root instead of using the narrow index of the condition.
             cursor.execute(_TARGETS + condition, [self.root_key, *params])
-            return sorted((Target(*row) for row in cursor.fetchall()), key=lambda target: target.filename)
+            rows = cursor.fetchall()
+            bodies = fts.entry_bodies(cursor, [row[0] for row in rows])
+            return sorted((Target(filename, name, description, bodies.get(entry, ""), body_key)
+                           for entry, filename, name, description, body_key in rows),
+                          key=lambda target: target.filename)
 
     def by_filename(self, filename: str) -> Target | None:
         found = self._targets("e.filename = %s", [filename])

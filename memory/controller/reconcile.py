@@ -25,6 +25,7 @@ from memory.catalog.indexer import (
     stored_rows,
     upsert_rows,
 )
+from memory.catalog.vectors import fill_missing
 from memory.domain.document import Document, parse_document
 from memory.domain.enums import Op, Origin
 from memory.domain.errors import DOCUMENT_ERRORS
@@ -60,6 +61,7 @@ class RootReindex:
     external_decisions: list[str] = field(default_factory=list)
     invalid: list[dict[str, str]] = field(default_factory=list)
     temp_files_removed: int = 0
+    vectors_filled: int = 0
 
 
 def last_known_contents(root_key: str, filenames: list[str]) -> dict[str, str | None]:
@@ -194,7 +196,7 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
         report.indexed += 1
         if existing is None or existing[0][_HASH] != digest:
             edits.append((filename, text, document, existing is not None))
-        if rebuild or existing is None or existing != (row.values, row.body):
+        if rebuild or existing is None or existing != (row.values, row.chunks):
             rows.append(row)
     on_disk = set(names)
     vanished = sorted(name for name in stored if name not in on_disk)
@@ -216,7 +218,10 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
         fresh = set() if not rebuild else set(stored)
         insert_new_rows([row for row in rows if row.filename not in stored or row.filename in fresh])
         upsert_rows([row for row in rows if row.filename in stored and row.filename not in fresh])
+        # Chunks left without a vector (the embedder failed when they were written) or with another model's.
+        report.vectors_filled = fill_missing(root_key=ref.root_key)
         advance_generation()
+        faults.hit("inside_reindex")
     report.rewritten_rows = len(rows)
     render_memory_index(ref.root_key, root)
     if decisions:

@@ -1,7 +1,9 @@
-"""The recall pipeline: two FTS5 candidate lists, a weighted score, scope shadowing, top-K.
+"""The recall pipeline: three candidate lists (the word index, the trigram index, the chunk vectors), a
+weighted reciprocal-rank fusion, scope shadowing, top-K.
 
-score = w_unicode·1/(rank_u+1) + w_trigram·1/(rank_t+1) + w_recency·0.5^(age/half_life) + w_signal·EMA
-(ranks from 0; a list the entry is absent from contributes 0). Weights and sizes come from configuration.
+score = Σ w_list·k/(k+rank_list) + w_recency·0.5^(age/half_life) + w_signal·EMA
+(ranks from 0, so a list's first entry scores its full weight; a list the entry is absent from contributes 0).
+Weights, k and sizes come from configuration.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from django.db import connection
 
 from compozy.config import Config, RecallContext
-from memory.catalog import fts
+from memory.catalog import fts, vectors
 from memory.catalog.fts import quote_term
 from memory.domain.models import SCOPE_DEPTH, ScopeRef, utc_now
+from memory.providers.embeddings import EmbedderError
 
 from .query import RecallQuery, stem
 
@@ -34,6 +38,7 @@ class Candidate:
     snippet: str = ""
     unicode_rank: int | None = None
     trigram_rank: int | None = None
+    semantic_rank: int | None = None
     parts: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
     shadowed_by: dict[str, Any] | None = None
@@ -64,6 +69,7 @@ class Recall:
     query: RecallQuery
     winners: list[Candidate]
     shadowed: list[Candidate]
+    warning: str | None = None
 
 
 def _term_pattern(query: RecallQuery) -> re.Pattern[str]:
@@ -129,7 +135,7 @@ def rerank(query: RecallQuery, rows: list[dict[str, Any]], pattern: re.Pattern[s
     matches = []
     for row in rows:
         in_header = _header_terms(pattern, row["name"], row["description"])
-        covered = in_header | _terms_in(pattern, row["body"])
+        covered = in_header | _terms_in(pattern, row["passage"])
         content = -row["bm25"] * (1 + COVERAGE_BOOST * len(covered) / max(1, len(query.terms)))
         matches.append(WordMatch(content, _header_factor(in_header), row))
     matches.sort(key=lambda match: (-match.value, match.row["filename"]))
@@ -243,14 +249,85 @@ def classify_terms(cursor, query: RecallQuery) -> tuple[set[str], set[str], set[
     return common, rare, unseen
 
 
+# A memory that neither lexical list found joins the ranking only when its best passage is at least as near the
+# query as SEMANTIC_GATE of the lexical candidates' passages (here the nearest one): similarities of static
+# embeddings are not comparable across corpora (long passages score lower than short ones against a question), so
+# the lexical finds of the same query are the yardstick. Without any lexical candidate nothing is added: a query
+# sharing no word with any memory returns nothing rather than the least unrelated memories.
+SEMANTIC_GATE = "max"
+
+
+def semantic_list(cursor, query: RecallQuery, *, root_keys: list[str], include_system: bool,  # noqa: ANN001
+                  limit: int, generation: int, lexical: set[int]) -> list[dict[str, Any]]:
+    """The memories whose passages are nearest the query in the embedding space, best first (each memory by its
+    best passage); `lexical` holds the chunk ids the lexical lists found, which gate the memories only this list
+    finds. Raises EmbedderError when the query cannot be embedded."""
+    current = vectors.embedder()
+    if current is None or limit < 1:
+        return []
+    query_vector = current.embed([query.text])[0]
+    model = current.model_id
+    best: dict[int, tuple[float, int]] = {}
+    lexical_similarity: list[float] = []
+    for root_key in root_keys:
+        root = vectors.root_matrix(root_key, generation, model)
+        if not len(root.chunk_ids) or root.matrix.shape[1] != query_vector.shape[0]:
+            continue
+        similarity = root.matrix @ query_vector
+        if lexical:
+            wanted = np.fromiter(lexical, dtype=np.int64, count=len(lexical))
+            where = np.searchsorted(root.chunk_ids, wanted)
+            found = where[(where < len(root.chunk_ids))]
+            found = found[root.chunk_ids[found] == wanted[where < len(root.chunk_ids)]]
+            lexical_similarity.extend(float(value) for value in similarity[found])
+        if not include_system:
+            similarity = np.where(root.system, -np.inf, similarity)
+        # Enough chunks to hold `limit` memories even when long memories place several passages near the top.
+        take = min(len(similarity), limit * 4)
+        top = np.argpartition(-similarity, take - 1)[:take]
+        for index in top[np.argsort(-similarity[top], kind="stable")]:
+            value = float(similarity[index])
+            if value == -np.inf:
+                break
+            entry = int(root.entry_ids[index])
+            if entry not in best or value > best[entry][0]:
+                best[entry] = (value, int(root.chunk_ids[index]))
+    order = sorted(best, key=lambda entry: (-best[entry][0], entry))[:limit]
+    if SEMANTIC_GATE == "none":
+        gate = -np.inf
+    elif not lexical_similarity:
+        gate = np.inf
+    elif SEMANTIC_GATE == "median":
+        gate = float(np.median(lexical_similarity))
+    else:
+        gate = max(lexical_similarity)
+    rows = {values[0]: dict(zip(fts.RECALL_COLUMNS, values, strict=True))
+            for values in fts.chunk_rows(cursor, [best[entry][1] for entry in order])}
+    ranked = []
+    for entry in order:
+        if entry in rows:
+            rows[entry]["bm25"] = best[entry][0]
+            rows[entry]["gated"] = best[entry][0] < gate
+            ranked.append(rows[entry])
+    return ranked
+
+
+def _rank_score(rank: int | None, k: float) -> float:
+    """Reciprocal rank, scaled so that a list's first entry scores 1: k/(k+rank)."""
+    return 0.0 if rank is None else k / (k + rank)
+
+
 def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: int, include_system: bool,
            now: datetime | None = None) -> Recall:
+    from memory.catalog.indexer import current_generation
+
     settings = config.memory.recall
     weights = settings.weights
     root_keys = [ref.root_key for ref in refs]
     pool = settings.raw_candidates
     columns = fts.RECALL_COLUMNS
     pattern = _term_pattern(query)
+    warning = None
     with connection.cursor() as cursor:
         common, rare, unseen = classify_terms(cursor, query)
         unicode_rows = fts.recall_unicode(cursor, expression=query.unicode_expression(common) or '""',
@@ -258,26 +335,42 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         trigram_expression = query.trigram_expression(rare, unseen)
         trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
                                           include_system=include_system, limit=pool) if trigram_expression else []
+        trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
         unicode_list = with_session_context(
             cursor, rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern), pattern,
             context=settings.context, include_system=include_system, limit=pool)
-    trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
+        semantic: list[dict[str, Any]] = []
+        if weights.semantic > 0:
+            try:
+                lexical = {row["chunk_id"] for row in unicode_list + trigram_list if row.get("chunk_id")}
+                semantic = semantic_list(cursor, query, root_keys=root_keys, include_system=include_system,
+                                         limit=pool, generation=current_generation(), lexical=lexical)
+            except EmbedderError as exc:
+                # Recall still answers, from the lexical lists, and says what it could not do.
+                warning = f"semantic candidates unavailable, lexical recall only: {exc}"
     candidates: dict[int, Candidate] = {}
     for rank, row in enumerate(unicode_list):
         candidates[row["entry_id"]] = Candidate(row=row, unicode_rank=rank)
     for rank, row in enumerate(trigram_list):
         candidate = candidates.setdefault(row["entry_id"], Candidate(row=row))
         candidate.trigram_rank = rank
+    for rank, row in enumerate(semantic):
+        if row["entry_id"] in candidates:
+            candidates[row["entry_id"]].semantic_rank = rank
+        elif not row["gated"]:
+            candidates[row["entry_id"]] = Candidate(row=row, semantic_rank=rank)
 
     now = now or utc_now()
     signals = _signals(list(candidates.values()))
+    k = settings.rank_constant
     for candidate in candidates.values():
         updated = candidate.row["updated_at"]
         updated = updated if updated.tzinfo else updated.replace(tzinfo=now.tzinfo)
         age_days = max(0.0, (now - updated).total_seconds() / 86_400)
         candidate.parts = {
-            "unicode": round(weights.unicode * _rank_score(candidate.unicode_rank), 6),
-            "trigram": round(weights.trigram * _rank_score(candidate.trigram_rank), 6),
+            "unicode": round(weights.unicode * _rank_score(candidate.unicode_rank, k), 6),
+            "trigram": round(weights.trigram * _rank_score(candidate.trigram_rank, k), 6),
+            "semantic": round(weights.semantic * _rank_score(candidate.semantic_rank, k), 6),
             "recency": round(weights.recency * 0.5 ** (age_days / settings.recency_half_life_days), 6),
             "signal": round(weights.signal * signals.get((candidate.row["root_key"], candidate.row["filename"]), 0.0), 6),
         }
@@ -302,10 +395,11 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         else:
             winners.append(candidate)
     fragments = sorted(rare | unseen, key=len, reverse=True)
-    for candidate in winners + shadowed:
-        candidate.snippet = snippet(pattern, candidate.row["body"], fragments)
-    return Recall(query, winners, shadowed)
-
-
-def _rank_score(rank: int | None) -> float:
-    return 0.0 if rank is None else 1.0 / (rank + 1)
+    returned = winners + shadowed
+    with connection.cursor() as cursor:
+        # Whole bodies only for what is returned; snippets come from the passage that matched.
+        bodies = fts.entry_bodies(cursor, [candidate.row["entry_id"] for candidate in returned])
+    for candidate in returned:
+        candidate.row["body"] = bodies.get(candidate.row["entry_id"], candidate.row["passage"])
+        candidate.snippet = snippet(pattern, candidate.row["passage"], fragments)
+    return Recall(query, winners, shadowed, warning)

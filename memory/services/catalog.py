@@ -8,6 +8,7 @@ from pydantic import Field
 
 from memory.catalog.drift import drift_for_root
 from memory.catalog.indexer import current_generation, mark_derivation_current
+from memory.catalog.vectors import model_id, vector_state
 from memory.controller.core import exclusive
 from memory.controller.events import event_record
 from memory.controller.reconcile import reindex_root
@@ -37,7 +38,12 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
     global_files = workspace_files = indexed = orphaned = unindexed = modified = 0
     invalid: list[dict[str, str]] = []
     file_counts: dict[str, dict[str, int]] = {}
+    chunks = missing_vectors = other_model = 0
     for ref in refs:
+        state = vector_state(ref.root_key, include_system=data.include_system)
+        chunks += state.chunks
+        missing_vectors += state.missing
+        other_model += state.other_model
         report = drift_for_root(ref.root_key, resolved.root(ref), include_system=data.include_system)
         by_type = file_counts.setdefault(ref.scope.value, {})
         for memory_type, count in report.files_by_type.items():
@@ -65,8 +71,13 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         reasons.append(f"{len(invalid)} file(s) that are not valid memory documents")
     if unapplied:
         reasons.append(f"{unapplied} unapplied decision(s)")
+    if missing_vectors:
+        reasons.append(f"{missing_vectors} chunk(s) without a vector")
+    if other_model:
+        reasons.append(f"{other_model} chunk(s) with a vector from another model than {model_id()}")
     if reasons:
-        reasons.append("run `compozy memory reindex` to repair drift" if (unindexed or modified or orphaned) else "")
+        repair = unindexed or modified or orphaned or missing_vectors or other_model
+        reasons.append("run `compozy memory reindex` to repair drift" if repair else "")
     workspace_ids = resolved.event_workspace_ids
     events = Event.objects.filter(workspace_id__in=workspace_ids)
     last_reindex = events.filter(op=EventOp.WRITE_REINDEX.value).order_by("-ts").values_list("ts", flat=True).first()
@@ -91,6 +102,7 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         generation=current_generation(),
         dream={"status": "not_configured"},
         extractor={"status": "not_configured"},
+        vectors={"model": model_id(), "chunks": chunks, "missing": missing_vectors, "other_model": other_model},
     )
 
 

@@ -60,7 +60,8 @@ def memory_search(*, data: SearchInput, caller: Caller, record: bool = True) -> 
     if record:
         record_recall(outcome, data.query, caller, resolved, now, top_k=top_k, scope=data.scope,
                       agent_name=data.agent_name or "", agent_tier=data.agent_tier or "")
-    return SearchResult(results=hits, recall=RecallBlock(header=HEADER, blocks=blocks), skipped=False)
+    return SearchResult(results=hits, recall=RecallBlock(header=HEADER, blocks=blocks), skipped=False,
+                        warning=outcome.warning)
 
 
 def recall_prompt_text(recall_block: RecallBlock) -> str:

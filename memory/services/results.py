@@ -227,6 +227,7 @@ class ReindexRoot(Result):
     external_decisions: list[str]
     invalid: list[dict[str, str]]
     temp_files_removed: int
+    vectors_filled: int
 
 
 class ReindexResult(Result):
@@ -258,11 +259,14 @@ class Health(Result):
     generation: int
     dream: dict[str, Any]
     extractor: dict[str, Any]
+    # Recall's vectors: the configured model, chunks without a vector, and chunks whose vector is another model's.
+    vectors: dict[str, Any]
 
 
 class WhyRecalled(Result):
     unicode: float
     trigram: float
+    semantic: float
     recency: float
     signal: float
 
@@ -297,6 +301,8 @@ class SearchResult(Result):
     # A query with no meaningful word is not run: skipped is true and skip_reason says why.
     skipped: bool
     skip_reason: Literal["no_meaningful_words"] | None = None
+    # Set when part of recall could not run (the embedder failed): the results are from the lexical lists only.
+    warning: str | None = None
 
 
 class PruneRoot(Result):

@@ -82,7 +82,9 @@ def test_a_memory_sharing_more_meaningful_words_ranks_above_one_sharing_fewer(ws
     assert more["score"] > fewer["score"]
 
 
-def test_a_typo_still_finds_the_memory_through_the_trigram_table(ws):
+def test_a_typo_still_finds_the_memory_through_the_trigram_table(ws, monkeypatch):
+    # The lexical lists alone: the semantic list also likes the runtime docs for this question.
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__SEMANTIC", "0")
     put_library(ws, {**LIBRARY, "project_writing.md": ("Writing", "Prose rules",
                                                        "The documentation is written in reStructuredText.")})
     result = r.search(ws, "documantation guidelines")
@@ -222,11 +224,12 @@ def test_the_score_weights_come_from_configuration(ws, monkeypatch):
     monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__TRIGRAM", "0.5")
     monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__RECENCY", "0")
     monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__SIGNAL", "0")
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__SEMANTIC", "0")
     result = r.search(ws, QUESTION)
     assert result["results"]
     for item in result["results"]:
         parts = item["why_recalled"]
-        assert parts["unicode"] == 0 and parts["recency"] == 0 and parts["signal"] == 0
+        assert parts["unicode"] == 0 and parts["recency"] == 0 and parts["signal"] == 0 and parts["semantic"] == 0
         assert item["score"] == pytest.approx(parts["trigram"])
     assert max(item["why_recalled"]["trigram"] for item in result["results"]) == pytest.approx(0.5)
 
@@ -237,7 +240,7 @@ def test_each_result_carries_score_why_recalled_snippet_and_shadowed_by(ws):
     top = result["results"][0]
     assert set(top) >= {"memory", "score", "snippet", "why_recalled", "shadowed_by"}
     parts = top["why_recalled"]
-    assert set(parts) == {"unicode", "trigram", "recency", "signal"}
+    assert set(parts) == {"unicode", "trigram", "semantic", "recency", "signal"}
     assert top["score"] == pytest.approx(sum(parts.values()), abs=1e-5)
     assert "runtime" in top["snippet"].lower()
     assert top["shadowed_by"] is None

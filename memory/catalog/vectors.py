@@ -1,0 +1,153 @@
+"""Chunk vectors: derived like the rest of the catalog, stored beside each chunk with the model that made them.
+
+- Indexing embeds every new or changed chunk in the same transaction that writes it, so a kill -9 never leaves a
+  chunk without its vector (replay re-applies the whole write). When the embedder fails the chunk is stored
+  without one; `fill_missing` (run by every reindex and every write of that memory) adds it later, and health
+  reports chunks without a vector or with another model's.
+- Search reads a root's vectors once per process and memory generation (`root_matrix`), never per query.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import connection
+
+from compozy.config import get_config
+from memory.providers.embeddings import Embedder, EmbedderError, get_embedder
+
+logger = logging.getLogger(__name__)
+
+DTYPE = np.float32
+
+
+def embedder() -> Embedder | None:
+    """The database's embedder: from the home config and the environment, never a workspace's."""
+    return get_embedder(get_config())
+
+
+def model_id() -> str:
+    current = embedder()
+    return current.model_id if current is not None else ""
+
+
+def chunk_text(name: str, description: str, passage: str) -> str:
+    """What a chunk's vector stands for: the memory's name and description (who or what it is about) and the
+    passage."""
+    return f"{name}\n{description}\n{passage}"
+
+
+def embed(texts: Sequence[str]) -> tuple[list[bytes | None], str]:
+    """(one float32 BLOB per text, the model id), or Nones and "" when there is no embedder or it failed."""
+    current = embedder()
+    if current is None or not texts:
+        return [None] * len(texts), ""
+    try:
+        matrix = current.embed(list(texts))
+    except EmbedderError as exc:
+        logger.warning("chunks stored without vectors (health reports them; reindex adds them): %s", exc)
+        return [None] * len(texts), ""
+    return [row.astype(DTYPE).tobytes() for row in matrix], current.model_id
+
+
+def fill_missing(*, root_key: str | None = None, entry_ids: Sequence[int] = (), batch: int = 512) -> int:
+    """Embed the chunks of a root (or of these entries) that have no vector or another model's. The caller owns
+    the transaction. Returns how many chunks got a vector."""
+    current = model_id()
+    if not current:
+        return 0
+    if root_key is not None:
+        condition, params = "e.root_key = %s", [root_key]
+    else:
+        if not entry_ids:
+            return 0
+        condition, params = f"e.id IN ({', '.join('%s' for _ in entry_ids)})", list(entry_ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.id, c.name, c.description, c.body FROM memory_chunks c "
+            f"JOIN memory_catalog_entries e ON e.id = c.entry_id WHERE {condition} "
+            "AND (c.vector IS NULL OR c.vector_model != %s)",
+            [*params, current],
+        )
+        pending = cursor.fetchall()
+        filled = 0
+        for start in range(0, len(pending), batch):
+            part = pending[start : start + batch]
+            blobs, model = embed([chunk_text(name, description, body) for _id, name, description, body in part])
+            if not model:
+                break
+            cursor.executemany("UPDATE memory_chunks SET vector = %s, vector_model = %s WHERE id = %s",
+                               [[blob, model, chunk_id] for (chunk_id, *_rest), blob in zip(part, blobs, strict=True)])
+            filled += len(part)
+    return filled
+
+
+@dataclass(frozen=True)
+class VectorState:
+    chunks: int
+    missing: int
+    other_model: int
+
+
+def vector_state(root_key: str, *, include_system: bool = False) -> VectorState:
+    """How many of a root's chunks have no vector, or one from a model other than the configured one."""
+    current = model_id()
+    system = "" if include_system else " AND e.is_system = 0"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), coalesce(sum(c.vector IS NULL), 0), "
+            "coalesce(sum(c.vector IS NOT NULL AND c.vector_model != %s), 0) FROM memory_chunks c "
+            f"JOIN memory_catalog_entries e ON e.id = c.entry_id WHERE e.root_key = %s{system}",
+            [current, root_key],
+        )
+        chunks, missing, other = cursor.fetchone()
+    if not current:
+        return VectorState(int(chunks), 0, 0)
+    return VectorState(int(chunks), int(missing), int(other))
+
+
+@dataclass(frozen=True)
+class RootVectors:
+    """A root's chunk vectors as one matrix, with each row's chunk id, entry id and system flag."""
+
+    matrix: np.ndarray
+    chunk_ids: np.ndarray
+    entry_ids: np.ndarray
+    system: np.ndarray
+
+
+_cache: dict[tuple[str, str, str], tuple[int, RootVectors]] = {}
+_cache_lock = threading.Lock()
+
+
+def root_matrix(root_key: str, generation: int, current: str) -> RootVectors:
+    """The root's vectors of model `current`, read once per (database, root, model) and generation."""
+    key = (str(connection.settings_dict["NAME"]), root_key, current)
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None and cached[0] == generation:
+        return cached[1]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.id, c.entry_id, e.is_system, c.vector FROM memory_catalog_entries e "
+            "CROSS JOIN memory_chunks c ON c.entry_id = e.id "
+            "WHERE e.root_key = %s AND c.vector_model = %s AND c.vector IS NOT NULL ORDER BY c.id",
+            [root_key, current],
+        )
+        rows = cursor.fetchall()
+    if rows:
+        size = len(rows[0][3]) // np.dtype(DTYPE).itemsize
+        rows = [row for row in rows if len(row[3]) == size * np.dtype(DTYPE).itemsize]
+        matrix = np.frombuffer(b"".join(bytes(row[3]) for row in rows), dtype=DTYPE).reshape(len(rows), size)
+    else:
+        matrix = np.zeros((0, 0), dtype=DTYPE)
+    vectors = RootVectors(matrix, np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)),
+                          np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)),
+                          np.fromiter((bool(row[2]) for row in rows), dtype=bool, count=len(rows)))
+    with _cache_lock:
+        _cache[key] = (generation, vectors)
+    return vectors

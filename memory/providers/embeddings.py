@@ -1,0 +1,191 @@
+"""Embedders: text in, unit-length float32 vectors out. Recall's semantic candidates and the catalog's stored
+vectors both come from the one configured embedder.
+
+- `local` (the default): the static WordLlama model whose weights ship inside the `wordllama` wheel. It loads from
+  the installed package folder with downloads disabled, so nothing is fetched at run time.
+- `openai`: an OpenAI-compatible `POST {base_url}/embeddings` (for example a local Ollama or llama.cpp server).
+- `none`: no vectors; recall is lexical only.
+
+Every failure (a model that does not load, a timeout, an answer that is not a list of finite vectors of one size)
+is an `EmbedderError`. Callers degrade: a write stores its chunk without a vector (health reports it, reindex
+fills it in) and a search answers from the lexical lists with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+
+class EmbedderError(Exception):
+    """The embedder failed, timed out or answered something unusable."""
+
+
+class Embedder(Protocol):
+    kind: str
+    # Stored beside every vector: vectors from another model are not comparable and are reported by health.
+    model_id: str
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """One unit-length float32 row per text (a text with nothing to embed gives a zero row)."""
+        ...
+
+
+def normalized(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0).astype(np.float32, copy=False)
+
+
+class LocalEmbedder:
+    """WordLlama's 256-dimension static model: a vector per token, averaged over the text's tokens."""
+
+    kind = "local"
+    _lock = threading.Lock()
+    _loaded: tuple[np.ndarray, Any] | None = None
+
+    def __init__(self) -> None:
+        try:
+            from importlib.metadata import version
+
+            self.model_id = f"wordllama-{version('wordllama')}/l2_supercat_256"
+        except Exception:  # noqa: BLE001 (a missing distribution is reported when the model is loaded)
+            self.model_id = "wordllama/l2_supercat_256"
+
+    @classmethod
+    def _model(cls) -> tuple[np.ndarray, Any]:
+        with cls._lock:
+            if cls._loaded is None:
+                cls._loaded = cls._load()
+            return cls._loaded
+
+    @staticmethod
+    def _load() -> tuple[np.ndarray, Any]:
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
+        try:
+            # wordllama calls logging.basicConfig(level=INFO) when imported; the process's logging stays ours.
+            import wordllama
+            from wordllama import WordLlama
+
+            # WordLlama.load() looks for the tokenizer in the wrong folder and then tries to download it: point it
+            # at the installed package, where the wheel put both files.
+            model = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+        except Exception as exc:  # noqa: BLE001 (any failure to load means no local embedder)
+            raise EmbedderError(f"the local embedding model did not load: {type(exc).__name__}: {exc}") from None
+        finally:
+            root.handlers[:] = handlers
+            root.setLevel(level)
+        tokenizer = model.tokenizer
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        return np.ascontiguousarray(model.embedding, dtype=np.float32), tokenizer
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        table, tokenizer = self._model()
+        if not texts:
+            return np.zeros((0, table.shape[1]), dtype=np.float32)
+        # Token ids of all texts in one array, averaged per text with reduceat: no padding to the longest text.
+        encoded = tokenizer.encode_batch(texts, add_special_tokens=False)
+        lengths = np.fromiter((len(item.ids) for item in encoded), dtype=np.int64, count=len(encoded))
+        ids = np.fromiter((token for item in encoded for token in item.ids), dtype=np.int64, count=int(lengths.sum()))
+        np.clip(ids, 0, table.shape[0] - 1, out=ids)
+        out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
+        present = lengths > 0
+        if ids.size:
+            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[present]
+            out[present] = np.add.reduceat(table[ids], starts, axis=0) / lengths[present, None]
+        return normalized(out)
+
+
+class OpenAIEmbedder:
+    """`POST {base_url}/embeddings` with `{"model", "input": [texts]}`; the answer's `data[i].embedding` rows are
+    put back in input order by their `index`."""
+
+    kind = "openai"
+
+    def __init__(self, *, base_url: str, model: str, api_key_env: str, timeout_ms: int, batch: int) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = os.environ.get(api_key_env, "") if api_key_env else ""
+        self.timeout_ms = timeout_ms
+        self.batch = batch
+        self.model_id = f"openai:{model}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not self.base_url or not self.model:
+            raise EmbedderError("memory.embedder.base_url and memory.embedder.model must be set for kind 'openai'")
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch):
+            rows.extend(self._request(texts[start : start + self.batch]))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return normalized(np.asarray(rows, dtype=np.float32))
+
+    def _request(self, texts: list[str]) -> list[list[float]]:
+        request = urllib.request.Request(
+            f"{self.base_url}/embeddings",
+            data=json.dumps({"model": self.model, "input": texts}).encode(),
+            headers={"Content-Type": "application/json",
+                     **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_ms / 1000) as response:
+                data = json.loads(response.read().decode("utf-8"))
+        except (urllib.error.URLError, TimeoutError, ValueError, OSError) as exc:
+            raise EmbedderError(f"embedding request failed: {type(exc).__name__}") from None
+        return _rows(data, len(texts))
+
+
+def _rows(data: Any, count: int) -> list[list[float]]:
+    """The answer's vectors in input order, or EmbedderError for anything but `count` finite vectors of one size."""
+    items = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(items, list) or len(items) != count:
+        raise EmbedderError(f"embedding answer has no data list of {count} items")
+    rows: list[list[float] | None] = [None] * count
+    size = None
+    for position, item in enumerate(items):
+        index = item.get("index", position) if isinstance(item, dict) else None
+        vector = item.get("embedding") if isinstance(item, dict) else None
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count or rows[index] is not None:
+            raise EmbedderError("embedding answer has a missing, repeated or out-of-range index")
+        if (not isinstance(vector, list) or not vector
+                or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in vector)):
+            raise EmbedderError("embedding answer has an embedding that is not a list of finite numbers")
+        if size is not None and len(vector) != size:
+            raise EmbedderError("embedding answer mixes vector sizes")
+        size = len(vector)
+        rows[index] = vector
+    return rows  # type: ignore[return-value]
+
+
+_embedders: dict[tuple[Any, ...], Embedder | None] = {}
+
+
+def get_embedder(config: Any) -> Embedder | None:
+    """The configured embedder (None for kind `none`), one instance per process and setting."""
+    settings = config.memory.embedder
+    key = (settings.kind, settings.base_url, settings.model, settings.api_key_env, settings.timeout, settings.batch)
+    if key not in _embedders:
+        embedder: Embedder | None
+        if settings.kind == "none":
+            embedder = None
+        elif settings.kind == "openai":
+            embedder = OpenAIEmbedder(base_url=settings.base_url, model=settings.model,
+                                      api_key_env=settings.api_key_env, timeout_ms=settings.timeout,
+                                      batch=settings.batch)
+        else:
+            embedder = LocalEmbedder()
+        _embedders[key] = embedder
+    return _embedders[key]

@@ -1,0 +1,141 @@
+"""Chunk vectors are derived like the rest of the catalog: on write, edit, delete, revert and reindex, stored
+beside each chunk with the model that made them, reported by health when missing or from another model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from memory.catalog.vectors import chunk_text, model_id
+from memory.domain.passages import SPLIT_WORDS
+from memory.providers.embeddings import LocalEmbedder
+from tests import helpers as h
+from tests.providers.fake_embeddings import FakeEmbeddings
+
+pytestmark = pytest.mark.django_db
+
+SECTIONS = ["Backups", "Restores", "Retention", "Alerts", "Drills"]
+
+
+def long_body(topic: str = "backup") -> str:
+    return "".join(f"## {section}\n\n" + " ".join(f"{topic}{section.lower()}{n}" for n in range(80)) + "\n\n"
+                   for section in SECTIONS)
+
+
+def chunks(filename: str) -> list[tuple[int, str, str, str, bytes | None, str]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT c.ordinal, c.name, c.description, c.body, c.vector, c.vector_model "
+                       "FROM memory_chunks c JOIN memory_catalog_entries e ON e.id = c.entry_id "
+                       "WHERE e.filename = %s ORDER BY c.ordinal", [filename])
+        return [(o, n, d, b, bytes(v) if v is not None else None, m) for o, n, d, b, v, m in cursor.fetchall()]
+
+
+def assert_vectors_match_text(rows) -> None:
+    assert rows
+    expected = LocalEmbedder().embed([chunk_text(name, description, body) for _o, name, description, body, _v, _m in rows])
+    for (_ordinal, _name, _description, _body, vector, model), want in zip(rows, expected, strict=True):
+        assert model == model_id() and model.startswith("wordllama")
+        assert np.allclose(np.frombuffer(vector, dtype=np.float32), want, atol=1e-6)
+
+
+def filled(report) -> int:
+    return sum(root["vectors_filled"] for root in report["roots"])
+
+
+@pytest.fixture
+def ws(home, workspace_dir):
+    return workspace_dir
+
+
+def test_a_write_stores_a_vector_of_each_chunk_with_its_model(ws):
+    filename = h.write(ws, name="Backups", content=long_body())["decision"]["target_filename"]
+    rows = chunks(filename)
+    assert len(rows) == len(SECTIONS) and "".join(row[3] for row in rows) == long_body().strip()
+    assert_vectors_match_text(rows)
+
+
+def test_an_edit_replaces_the_vectors_and_a_delete_removes_them(ws):
+    filename = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]["target_filename"]
+    before = chunks(filename)
+    h.edit(ws, filename=filename, content="Restores are rehearsed every week on a scratch machine.")
+    after = chunks(filename)
+    assert after[0][4] != before[0][4]
+    assert_vectors_match_text(after)
+    h.delete(ws, filename=filename)
+    assert chunks(filename) == []
+
+
+def test_a_revert_brings_back_the_previous_vectors(ws):
+    filename = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]["target_filename"]
+    original = chunks(filename)
+    edited = h.edit(ws, filename=filename, content="Restores are rehearsed every week on a scratch machine.")
+    h.revert(ws, edited["decision"]["id"])
+    assert chunks(filename) == original
+
+
+def test_reindex_and_rebuild_derive_the_same_chunks_and_vectors_as_incremental_indexing(ws):
+    long_name = h.write(ws, name="Backups", content=long_body())["decision"]["target_filename"]
+    short_name = h.write(ws, name="Alerts", content="Page the on-call when WAL archiving lags.")["decision"][
+        "target_filename"]
+    incremental = (chunks(long_name), chunks(short_name))
+    h.reindex(ws)
+    assert (chunks(long_name), chunks(short_name)) == incremental
+    h.reindex(ws, rebuild=True)
+    assert (chunks(long_name), chunks(short_name)) == incremental
+
+
+def test_health_reports_vectors_of_another_model_and_reindex_replaces_them(ws):
+    filename = h.write(ws, name="Backups", content=long_body())["decision"]["target_filename"]
+    assert h.health(ws)["status"] == "ok"
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE memory_chunks SET vector_model = 'some-other-model'")
+    health = h.health(ws)
+    assert health["status"] == "degraded"
+    assert health["vectors"] == {"model": model_id(), "chunks": len(SECTIONS), "missing": 0,
+                                 "other_model": len(SECTIONS)}
+    assert f"{len(SECTIONS)} chunk(s) with a vector from another model than {model_id()}" in health["reason"]
+    assert filled(h.reindex(ws)) == len(SECTIONS)
+    assert h.health(ws)["status"] == "ok"
+    assert_vectors_match_text(chunks(filename))
+
+
+def test_a_write_while_the_embedder_fails_is_kept_without_vectors_until_reindex_fills_them(ws, monkeypatch):
+    fake = FakeEmbeddings()
+    try:
+        fake.status = 500
+        monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__KIND", "openai")
+        monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__BASE_URL", fake.url)
+        monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__MODEL", "fake")
+        written = h.write(ws, name="Backups", content="Backups run nightly from the standby.")
+        assert written["applied"] is True
+        filename = written["decision"]["target_filename"]
+        assert [(row[4], row[5]) for row in chunks(filename)] == [(None, "")]
+        health = h.health(ws)
+        assert health["status"] == "degraded" and health["vectors"]["missing"] == 1
+        assert "1 chunk(s) without a vector" in health["reason"]
+        fake.status = 200
+        assert filled(h.reindex(ws)) == 1
+        assert chunks(filename)[0][5] == "openai:fake"
+        assert h.health(ws)["status"] == "ok"
+    finally:
+        fake.close()
+
+
+def test_with_the_embedder_turned_off_nothing_is_embedded_and_health_does_not_ask_for_vectors(ws, monkeypatch):
+    monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__KIND", "none")
+    filename = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]["target_filename"]
+    assert [(row[4], row[5]) for row in chunks(filename)] == [(None, "")]
+    health = h.health(ws)
+    assert health["status"] == "ok" and health["vectors"]["model"] == "" and health["vectors"]["missing"] == 0
+
+
+def test_a_long_body_becomes_several_chunks_each_indexed_in_both_fts_tables(ws):
+    body = long_body()
+    assert len(body.split()) > SPLIT_WORDS
+    h.write(ws, name="Backups", content=body)
+    for table in ("memory_fts_unicode", "memory_fts_trigram"):
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT c.ordinal FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
+                           f"WHERE {table} MATCH %s", ['"backupdrills7"'])
+            assert cursor.fetchall() == [(len(SECTIONS) - 1,)]

@@ -1,0 +1,132 @@
+"""The embedders: the local model shipped inside the wordllama wheel, and an OpenAI-compatible /v1/embeddings
+endpoint tested against a real HTTP server on loopback, including timeouts and garbage answers."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import numpy as np
+import pytest
+
+from compozy.config import load_config
+from memory.providers.embeddings import EmbedderError, LocalEmbedder, OpenAIEmbedder, get_embedder
+from tests.providers.fake_embeddings import FakeEmbeddings, vector_for
+
+
+@pytest.fixture
+def fake():
+    server = FakeEmbeddings()
+    yield server
+    server.close()
+
+
+def http_embedder(fake, *, timeout_ms=2000, batch=64, model="nomic-embed-text"):
+    return OpenAIEmbedder(base_url=fake.url, model=model, api_key_env="TEST_EMBED_KEY", timeout_ms=timeout_ms,
+                          batch=batch)
+
+
+def test_the_local_embedder_loads_the_model_shipped_in_its_wheel_and_puts_related_texts_nearer(monkeypatch):
+    # Any attempt to reach the network while loading would fail here.
+    def no_network(*args, **kwargs):
+        raise OSError("network is not allowed in this test")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    embedder = LocalEmbedder()
+    vectors = embedder.embed(["how do I restore the database from a backup",
+                              "restoring postgres from last night's backup",
+                              "my cat likes to sleep in the sun", ""])
+    assert vectors.dtype == np.float32 and vectors.shape == (4, 256)
+    assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-5)
+    assert not vectors[3].any()  # nothing to embed gives a zero row
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.1
+    assert embedder.model_id.startswith("wordllama-0.4") and embedder.model_id.endswith("/l2_supercat_256")
+
+
+def test_the_local_embedder_gives_the_same_vector_for_a_text_alone_or_in_a_batch():
+    embedder = LocalEmbedder()
+    alone = embedder.embed(["a longer text about deploying the staging cluster"])[0]
+    batch = embedder.embed(["short", "a longer text about deploying the staging cluster", "x " * 300])
+    assert np.allclose(alone, batch[1], atol=1e-6)
+
+
+def test_the_http_embedder_posts_the_texts_and_returns_unit_vectors_in_input_order(fake, monkeypatch):
+    monkeypatch.setenv("TEST_EMBED_KEY", "secret-key")
+    texts = ["alpha beta", "gamma", "alpha delta epsilon"]
+    vectors = http_embedder(fake).embed(texts)
+    request = fake.requests[0]
+    assert request["path"] == "/v1/embeddings"
+    assert request["body"] == {"model": "nomic-embed-text", "input": texts}
+    assert request["auth"] == "Bearer secret-key"
+    expected = np.array([vector_for(text) for text in texts], dtype=np.float32)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    assert np.allclose(vectors, expected, atol=1e-6)  # the fake answers in reverse order; `index` puts them back
+
+
+def test_the_http_embedder_sends_large_inputs_in_batches(fake):
+    texts = [f"text number {index}" for index in range(10)]
+    vectors = http_embedder(fake, batch=4).embed(texts)
+    assert [len(request["body"]["input"]) for request in fake.requests] == [4, 4, 2]
+    assert vectors.shape == (10, 8)
+
+
+def test_the_http_embedder_gives_up_at_its_timeout(fake):
+    fake.delay = 1.0
+    with pytest.raises(EmbedderError, match="request failed"):
+        http_embedder(fake, timeout_ms=100).embed(["slow"])
+
+
+@pytest.mark.parametrize("raw", [
+    b"<html>502 Bad Gateway</html>",
+    b"",
+    json.dumps({"error": "model not loaded"}).encode(),
+    json.dumps({"data": []}).encode(),
+    json.dumps({"data": [{"index": 0, "embedding": [0.1, 0.2]}]}).encode(),  # one row for two texts
+    json.dumps({"data": [{"index": 0, "embedding": [0.1, 0.2]}, {"index": 0, "embedding": [0.3, 0.4]}]}).encode(),
+    json.dumps({"data": [{"index": 0, "embedding": [0.1, 0.2]}, {"index": 5, "embedding": [0.3, 0.4]}]}).encode(),
+    json.dumps({"data": [{"index": 0, "embedding": [0.1, 0.2]}, {"index": 1, "embedding": [0.3]}]}).encode(),
+    json.dumps({"data": [{"index": 0, "embedding": [0.1, "x"]}, {"index": 1, "embedding": [0.3, 0.4]}]}).encode(),
+    json.dumps({"data": [{"index": 0, "embedding": [0.1, True]}, {"index": 1, "embedding": [0.3, 0.4]}]}).encode(),
+    json.dumps({"data": [{"index": 0, "embedding": []}, {"index": 1, "embedding": []}]}).encode(),
+    b'{"data": [{"index": 0, "embedding": [NaN, 1]}, {"index": 1, "embedding": [1, Infinity]}]}',
+    json.dumps({"data": "not a list"}).encode(),
+    json.dumps([1, 2, 3]).encode(),
+])
+def test_the_http_embedder_rejects_garbage_answers(fake, raw):
+    fake.raw = raw
+    with pytest.raises(EmbedderError):
+        http_embedder(fake).embed(["first", "second"])
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 500, 503])
+def test_the_http_embedder_turns_an_error_status_into_an_embedder_error(fake, status):
+    fake.status = status
+    with pytest.raises(EmbedderError, match="request failed"):
+        http_embedder(fake).embed(["anything"])
+
+
+def test_the_http_embedder_without_a_url_or_model_is_an_embedder_error():
+    embedder = OpenAIEmbedder(base_url="", model="", api_key_env="", timeout_ms=100, batch=8)
+    with pytest.raises(EmbedderError, match="must be set"):
+        embedder.embed(["anything"])
+
+
+def test_an_unreachable_server_is_an_embedder_error():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    embedder = OpenAIEmbedder(base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key_env="", timeout_ms=500,
+                              batch=8)
+    with pytest.raises(EmbedderError):
+        embedder.embed(["anything"])
+
+
+def test_the_configured_kind_chooses_the_embedder(fake, tmp_path):
+    base = {"COMPOZY_HOME": str(tmp_path)}
+    assert isinstance(get_embedder(load_config(environ=base)), LocalEmbedder)
+    assert get_embedder(load_config(environ={**base, "COMPOZY_MEMORY__EMBEDDER__KIND": "none"})) is None
+    chosen = get_embedder(load_config(environ={
+        **base, "COMPOZY_MEMORY__EMBEDDER__KIND": "openai", "COMPOZY_MEMORY__EMBEDDER__BASE_URL": fake.url,
+        "COMPOZY_MEMORY__EMBEDDER__MODEL": "nomic-embed-text", "COMPOZY_MEMORY__EMBEDDER__TIMEOUT": "1.5s"}))
+    assert isinstance(chosen, OpenAIEmbedder)
+    assert chosen.model_id == "openai:nomic-embed-text" and chosen.timeout_ms == 1500

@@ -1,0 +1,93 @@
+"""Recall's semantic list and long memories in passages, end to end through memory_search."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import helpers as h
+from tests.catalog.test_vectors import SECTIONS
+from tests.providers.fake_embeddings import FakeEmbeddings
+from tests.recall import helpers as r
+from tests.recall.test_search import LIBRARY, QUESTION, hit, put_library
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ws(home, workspace_dir):
+    r.ensure_workspace(workspace_dir)
+    return workspace_dir
+
+
+def runbook() -> str:
+    """A long memory whose sections share a vocabulary; only the last one says how restores are rehearsed."""
+    filler = {
+        "Backups": "The nightly job copies the database to the bucket and checks the archive size.",
+        "Restores": "A restore starts from the newest full copy and replays the archived log.",
+        "Retention": "Copies are kept for five weeks; the bucket refuses deletes before then.",
+        "Alerts": "The on-call engineer is paged when the archive lags behind the database.",
+    }
+    parts = [f"## {name}\n\n" + " ".join([text] * 6) + "\n\n" for name, text in filler.items()]
+    parts.append("## Drills\n\nEvery Thursday a scratch machine rebuilds the database from the bucket and posts "
+                 "the elapsed minutes and row counts to the operations channel.\n")
+    return "".join(parts)
+
+
+def test_a_long_memory_is_found_by_its_matching_passage_and_its_snippet_comes_from_that_passage(ws):
+    assert SECTIONS[-1] == "Drills"
+    body = runbook()
+    h.write(ws, name="Database runbook", content=body)
+    h.write(ws, name="Chat channels", content="The operations channel is where deploy notices are posted.")
+    result = r.search(ws, "who posts elapsed minutes after the thursday rebuild")
+    top = result["results"][0]
+    assert top["memory"]["filename"] == "project_database_runbook.md"
+    assert "thursday" in top["snippet"].lower() and "elapsed minutes" in top["snippet"]
+    assert "nightly job" not in top["snippet"]
+    # The prompt still receives the whole memory, rebuilt from its passages.
+    assert body.strip() in result["recall"]["blocks"][0]
+
+
+def test_why_recalled_carries_the_semantic_part_and_the_score_is_the_sum_of_its_parts(ws):
+    put_library(ws)
+    result = r.search(ws, QUESTION)
+    top = result["results"][0]
+    assert set(top["why_recalled"]) == {"unicode", "trigram", "semantic", "recency", "signal"}
+    assert top["why_recalled"]["semantic"] > 0
+    assert top["score"] == pytest.approx(sum(top["why_recalled"].values()), abs=1e-5)
+    assert result["warning"] is None
+
+
+def test_a_memory_that_shares_no_word_with_the_question_is_found_through_its_vector(ws):
+    put_library(ws, {**LIBRARY, "project_car.md": ("Commute", "Getting to the office",
+                                                   "Everyone drives; parking is free behind the office.")})
+    result = r.search(ws, "where can I leave my automobile when I arrive at work")
+    found = hit(result, "project_car.md")
+    assert found["why_recalled"]["unicode"] == 0  # the word index knows none of the question's words there
+    assert found["why_recalled"]["semantic"] > 0
+
+
+def test_a_query_sharing_no_word_with_any_memory_returns_nothing_even_with_vectors(ws):
+    put_library(ws)
+    assert r.search(ws, "zanzibar quokka")["results"] == []
+
+
+@pytest.mark.parametrize("status", [500, None])
+def test_search_still_answers_from_the_lexical_lists_with_a_warning_when_the_embedder_fails(ws, monkeypatch, status):
+    put_library(ws)
+    expected = r.filenames(r.search(ws, QUESTION, top_k=3))
+    fake = FakeEmbeddings()
+    try:
+        monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__KIND", "openai")
+        monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__BASE_URL", fake.url)
+        monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__MODEL", "fake")
+        monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__TIMEOUT", "200ms")
+        if status is None:
+            fake.delay = 1.0  # a timeout
+        else:
+            fake.status = status
+        result = r.search(ws, QUESTION, top_k=3)
+    finally:
+        fake.close()
+    assert result["warning"].startswith("semantic candidates unavailable, lexical recall only")
+    assert r.filenames(result)[0] == expected[0] == "project_runtime_docs.md"
+    assert all(item["why_recalled"]["semantic"] == 0 for item in result["results"])
