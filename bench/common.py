@@ -142,6 +142,9 @@ def machine() -> dict[str, object]:
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "git": _git_at_start or _git(),
+        # Indexing and search cost depend on it: compare runs with COMPOZY_MEMORY__EMBEDDER__KIND=none and without.
+        "embedder": os.environ.get("COMPOZY_MEMORY__EMBEDDER__KIND", "local"),
+        "load_average": [round(value, 2) for value in os.getloadavg()],
     }
 
 

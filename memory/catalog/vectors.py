@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Sequence
@@ -124,30 +125,58 @@ _cache: dict[tuple[str, str, str], tuple[int, RootVectors]] = {}
 _cache_lock = threading.Lock()
 
 
+def _read(cursor, root_key: str, model: str, chunk_ids: list[int] | None) -> list[tuple]:  # noqa: ANN001
+    sql = ("SELECT c.id, c.entry_id, e.is_system, c.vector FROM memory_catalog_entries e "
+           "CROSS JOIN memory_chunks c ON c.entry_id = e.id "
+           "WHERE e.root_key = %s AND c.vector_model = %s AND c.vector IS NOT NULL")
+    params: list[object] = [root_key, model]
+    if chunk_ids is not None:
+        sql += " AND c.id IN (SELECT value FROM json_each(%s))"
+        params.append(json.dumps(chunk_ids))
+    cursor.execute(sql + " ORDER BY c.id", params)
+    return cursor.fetchall()
+
+
+def _build(rows: list[tuple], size: int | None) -> RootVectors:
+    width = size or (len(rows[0][3]) // np.dtype(DTYPE).itemsize if rows else 0)
+    rows = [row for row in rows if len(row[3]) == width * np.dtype(DTYPE).itemsize]
+    matrix = (np.frombuffer(b"".join(bytes(row[3]) for row in rows), dtype=DTYPE).reshape(len(rows), width)
+              if rows else np.zeros((0, width), dtype=DTYPE))
+    return RootVectors(matrix, np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)),
+                       np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)),
+                       np.fromiter((bool(row[2]) for row in rows), dtype=bool, count=len(rows)))
+
+
 def root_matrix(root_key: str, generation: int, current: str) -> RootVectors:
-    """The root's vectors of model `current`, read once per (database, root, model) and generation."""
+    """The root's vectors of model `current`, read once per (database, root, model) and generation. After a
+    write only the difference is read: the chunk ids of the root (a rewritten chunk gets a new id, so ids say
+    everything), then the vectors of the new ones."""
     key = (str(connection.settings_dict["NAME"]), root_key, current)
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None and cached[0] == generation:
         return cached[1]
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT c.id, c.entry_id, e.is_system, c.vector FROM memory_catalog_entries e "
-            "CROSS JOIN memory_chunks c ON c.entry_id = e.id "
-            "WHERE e.root_key = %s AND c.vector_model = %s AND c.vector IS NOT NULL ORDER BY c.id",
-            [root_key, current],
-        )
-        rows = cursor.fetchall()
-    if rows:
-        size = len(rows[0][3]) // np.dtype(DTYPE).itemsize
-        rows = [row for row in rows if len(row[3]) == size * np.dtype(DTYPE).itemsize]
-        matrix = np.frombuffer(b"".join(bytes(row[3]) for row in rows), dtype=DTYPE).reshape(len(rows), size)
-    else:
-        matrix = np.zeros((0, 0), dtype=DTYPE)
-    vectors = RootVectors(matrix, np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)),
-                          np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)),
-                          np.fromiter((bool(row[2]) for row in rows), dtype=bool, count=len(rows)))
+        if cached is None or not len(cached[1].chunk_ids):
+            vectors = _build(_read(cursor, root_key, current, None), None)
+        else:
+            previous = cached[1]
+            cursor.execute("SELECT c.id FROM memory_catalog_entries e CROSS JOIN memory_chunks c "
+                           "ON c.entry_id = e.id WHERE e.root_key = %s AND c.vector_model = %s "
+                           "AND c.vector IS NOT NULL", [root_key, current])
+            now = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
+            now.sort()
+            keep = np.isin(previous.chunk_ids, now, assume_unique=True)
+            added = now[~np.isin(now, previous.chunk_ids, assume_unique=True)]
+            fresh = _build(_read(cursor, root_key, current, added.tolist()), previous.matrix.shape[1]) \
+                if len(added) else None
+            parts = [RootVectors(previous.matrix[keep], previous.chunk_ids[keep], previous.entry_ids[keep],
+                                 previous.system[keep])] + ([fresh] if fresh is not None else [])
+            merged = RootVectors(*(np.concatenate([getattr(part, name) for part in parts])
+                                   for name in ("matrix", "chunk_ids", "entry_ids", "system")))
+            order = np.argsort(merged.chunk_ids, kind="stable")  # sorted ids: lookups by searchsorted
+            vectors = RootVectors(merged.matrix[order], merged.chunk_ids[order], merged.entry_ids[order],
+                                  merged.system[order])
     with _cache_lock:
         _cache[key] = (generation, vectors)
     return vectors

@@ -139,3 +139,29 @@ def test_a_long_body_becomes_several_chunks_each_indexed_in_both_fts_tables(ws):
             cursor.execute(f"SELECT c.ordinal FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
                            f"WHERE {table} MATCH %s", ['"backupdrills7"'])
             assert cursor.fetchall() == [(len(SECTIONS) - 1,)]
+
+
+def test_search_reads_only_new_vectors_after_a_write_and_forgets_deleted_ones(ws):
+    from memory.catalog import vectors
+    from memory.catalog.indexer import current_generation
+
+    first = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]["target_filename"]
+    h.write(ws, name="Alerts", content="Page the on-call when WAL archiving lags.")
+    root_key = [key for key in _root_keys() if key.startswith("workspace:")][0]
+    before = vectors.root_matrix(root_key, current_generation(), model_id())
+    assert len(before.chunk_ids) == 2 and list(before.chunk_ids) == sorted(before.chunk_ids)
+    h.delete(ws, filename=first)
+    h.write(ws, name="Restores", content=long_body("restore"))
+    after = vectors.root_matrix(root_key, current_generation(), model_id())
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT c.id, c.vector FROM memory_chunks c JOIN memory_catalog_entries e "
+                       "ON e.id = c.entry_id WHERE e.root_key = %s ORDER BY c.id", [root_key])
+        stored = cursor.fetchall()
+    assert list(after.chunk_ids) == [chunk for chunk, _vector in stored] and len(stored) == 1 + len(SECTIONS)
+    assert np.array_equal(after.matrix, np.stack([np.frombuffer(bytes(v), dtype=np.float32) for _c, v in stored]))
+
+
+def _root_keys() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT root_key FROM memory_catalog_entries")
+        return [row[0] for row in cursor.fetchall()]
