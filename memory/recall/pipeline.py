@@ -72,26 +72,41 @@ class Recall:
     warning: str | None = None
 
 
-def _term_pattern(query: RecallQuery) -> re.Pattern[str]:
-    """One regex that finds every query term in a text (longer terms by the prefix their stem gives, the way the
-    word index matched them); group i+1 matches term i."""
+@dataclass(frozen=True)
+class TermPattern:
+    """The query's terms as found in a text: longer terms by the prefix their stem gives (the way the word index
+    matched them), shorter ones whole. `any` finds the first term of a text (for snippets); `needles` and `each`
+    say which terms a text holds, term by term: a substring test first, so the regex runs only for the few terms a
+    passage can hold."""
+
+    any: re.Pattern[str]
+    needles: tuple[str, ...]
+    each: tuple[re.Pattern[str], ...]
+
+
+def _term_pattern(query: RecallQuery) -> TermPattern:
     groups = []
+    needles = []
     for term in query.terms:
         if len(term) >= 4 and term.isalnum():
+            needles.append(stem(term))
             groups.append(f"({re.escape(stem(term))})")
         else:
+            needles.append(term)
             groups.append(f"({re.escape(term)})(?![^\\W_])")
-    return re.compile("(?<![^\\W_])(?:" + "|".join(groups) + ")")
+    boundary = "(?<![^\\W_])"
+    return TermPattern(re.compile(boundary + "(?:" + "|".join(groups) + ")"), tuple(needles),
+                       tuple(re.compile(boundary + group) for group in groups))
 
 
 SNIPPET_CHARS = 160
 
 
-def snippet(pattern: re.Pattern[str], text: str, fragments: list[str] = ()) -> str:  # type: ignore[assignment]
-    """A window of the body around the first query term (or fragment) it contains, with ellipses where cut."""
+def snippet(pattern: TermPattern, text: str, fragments: list[str] = ()) -> str:  # type: ignore[assignment]
+    """A window of the passage around the first query term (or fragment) it contains, with ellipses where cut."""
     flat = " ".join(text.split())
     lowered = flat.lower()
-    match = pattern.search(lowered) if pattern.pattern else None
+    match = pattern.any.search(lowered) if pattern.needles else None
     start = match.start() if match else min((i for i in (lowered.find(f) for f in fragments) if i >= 0), default=0)
     begin = max(0, start - SNIPPET_CHARS // 3)
     if begin:
@@ -104,8 +119,11 @@ def snippet(pattern: re.Pattern[str], text: str, fragments: list[str] = ()) -> s
     return ("…" if begin else "") + flat[begin:end] + ("…" if end < len(flat) else "")
 
 
-def _terms_in(pattern: re.Pattern[str], text: str) -> set[int]:
-    return {match.lastindex for match in pattern.finditer(text.lower()) if match.lastindex}
+def _terms_in(pattern: TermPattern, text: str) -> set[int]:
+    """The (1-based) positions of the query terms the text holds."""
+    lowered = text.lower()
+    return {index for index, (needle, regex) in enumerate(zip(pattern.needles, pattern.each, strict=True), 1)
+            if needle in lowered and regex.search(lowered)}
 
 
 @dataclass(frozen=True)
@@ -122,7 +140,7 @@ class WordMatch:
         return self.content * self.header
 
 
-def _header_terms(pattern: re.Pattern[str], name: str, description: str) -> set[int]:
+def _header_terms(pattern: TermPattern, name: str, description: str) -> set[int]:
     return _terms_in(pattern, f"{name} {description}")
 
 
@@ -130,7 +148,7 @@ def _header_factor(in_header: set[int]) -> float:
     return 1 + HEADER_BOOST * len(in_header)
 
 
-def rerank(query: RecallQuery, rows: list[dict[str, Any]], pattern: re.Pattern[str]) -> list[WordMatch]:
+def rerank(query: RecallQuery, rows: list[dict[str, Any]], pattern: TermPattern) -> list[WordMatch]:
     """The word index's candidates, best first: bm25 scaled by the share of query terms the passage and header
     cover, and by header matches."""
     matches = []
@@ -143,7 +161,7 @@ def rerank(query: RecallQuery, rows: list[dict[str, Any]], pattern: re.Pattern[s
     return matches
 
 
-def with_session_context(cursor, matches: list[WordMatch], pattern: re.Pattern[str], *,  # noqa: ANN001
+def with_session_context(cursor, matches: list[WordMatch], pattern: TermPattern, *,  # noqa: ANN001
                          context: RecallContext, include_system: bool, limit: int) -> list[dict[str, Any]]:
     """The word index's ranking with session context: each of the `window` memories recorded after a candidate in
     the same session gains `decay`^distance of the candidate's content match, scaled by its own header factor
