@@ -27,16 +27,16 @@ class _Section(BaseModel):
 
 
 def _duration_ms(value: Any) -> int:
-    """`300ms`, `2s`, `1.5s` or a bare number of milliseconds."""
+    """`300ms`, `2s`, `1.5s`, `10m`, `1h` or a bare number of milliseconds."""
     if isinstance(value, bool):
         raise ValueError("expected a duration such as '300ms' or '2s'")
     if isinstance(value, int | float):
         return int(value)
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", str(value))
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", str(value))
     if not match:
         raise ValueError("expected a duration such as '300ms' or '2s'")
     number, unit = float(match.group(1)), match.group(2) or "ms"
-    return int(number * {"ms": 1, "s": 1000, "m": 60_000}[unit])
+    return int(number * {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}[unit])
 
 
 class FileLimits(_Section):
@@ -94,10 +94,40 @@ class DreamGates(_Section):
 
 class DreamConfig(_Section):
     enabled: bool = True
+    # time gate: hours since the workspace's last successful run
     min_hours: float = Field(24, ge=0)
+    # sessions gate: completed sessions since then
     min_sessions: int = Field(3, ge=0)
+    # of recency (since last recalled) and freshness (since last updated) in the candidate score
     half_life_days: float = Field(14.0, gt=0)
     gates: DreamGates = DreamGates()
+    max_candidates: int = Field(20, ge=1, le=200)
+    # how often the cluster's schedule checks the gates of each workspace with activity (django-q2's scheduler
+    # itself wakes about every 30 s)
+    check_every_minutes: int = Field(30, ge=1, le=24 * 60)
+    # a runner's lock older than this is stale and is taken over
+    lock_stale_after: int = 3_600_000
+    # characters of each candidate's body quoted in the synthesis
+    snippet_chars: int = Field(200, ge=20, le=2000)
+
+    _ms = field_validator("lock_stale_after", mode="before")(classmethod(lambda cls, v: _duration_ms(v)))
+
+
+class WatchConfig(_Section):
+    """The file watcher `compozy serve` runs: hand edits under a memory root become decisions."""
+
+    enabled: bool = True
+    # auto: watchdog (inotify) when installed, else polling
+    backend: Literal["auto", "watchdog", "polling"] = "auto"
+    # a file is reconciled once quiet this long (a burst of saves is one decision) ...
+    debounce: int = 300
+    # ... or this long after its first change, when saves keep coming
+    max_delay: int = 1000
+    # how often the polling fallback lists the roots
+    poll_interval: int = 500
+
+    _ms = field_validator("debounce", "max_delay", "poll_interval", mode="before")(
+        classmethod(lambda cls, v: _duration_ms(v)))
 
 
 class DecisionsConfig(_Section):
@@ -157,6 +187,7 @@ class MemoryConfig(_Section):
     recall: RecallConfig = RecallConfig()
     dream: DreamConfig = DreamConfig()
     decisions: DecisionsConfig = DecisionsConfig()
+    watch: WatchConfig = WatchConfig()
     workspace: WorkspaceConfig = WorkspaceConfig()
     provider: ProviderConfig = ProviderConfig()
     extractor: ExtractorConfig = ExtractorConfig()

@@ -1,5 +1,6 @@
 """Process start for anything that can write (CLI, server, task cluster): migrate a fresh COMPOZY_HOME without
-the user ever running `migrate`, then replay decisions a crashed writer left unapplied."""
+the user ever running `migrate`, replay decisions a crashed writer left unapplied, then finish or fail dreaming
+runs whose process died mid-run."""
 
 from __future__ import annotations
 
@@ -70,6 +71,9 @@ def bootstrap(*, replay: bool = True) -> None:
     ensure_migrated()
     if replay:
         from memory.controller.replay import replay_pending
+        from memory.dreaming.recovery import recover_interrupted_runs
 
         replay_pending()
+        # After replay: a dreaming run killed after its decision was logged finds that decision applied.
+        recover_interrupted_runs()
     _done = True

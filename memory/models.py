@@ -166,6 +166,9 @@ class RecallSignal(models.Model):
     first_recalled_at = models.DateTimeField()
     last_recalled_at = models.DateTimeField()
     promoted_at = models.DateTimeField(null=True)
+    # The dreaming run that promoted it; stamped with promoted_at, only once that run's decision is durable.
+    # db_default: recall inserts signals with raw SQL that names no such column.
+    promoted_run = models.CharField(max_length=30, blank=True, default="", db_default="")
 
     class Meta:
         db_table = "memory_recall_signals"
@@ -259,3 +262,55 @@ class PrunedDecision(models.Model):
 
     class Meta:
         db_table = "memory_pruned_decisions"
+
+
+class Consolidation(models.Model):
+    """memory_consolidations: one row per dreaming run, `running` then `completed`, `failed` or `canceled`, with
+    the gates it passed, its candidates and their scores, its artifact, synthesis, decision and timings."""
+
+    id = models.CharField(primary_key=True, max_length=30)
+    workspace_id = models.CharField(max_length=26)
+    status = models.CharField(max_length=16)
+    trigger = models.CharField(max_length=16)  # schedule, manual or retry
+    actor = models.CharField(max_length=32)  # the surface origin, or "schedule" / "recovery"
+    forced = models.BooleanField(default=False)
+    retry_of = models.CharField(max_length=30, null=True, blank=True)
+    # The lock owner (host:pid:process start:token), how start-up recovery tells a dead runner from a live one.
+    owner = models.CharField(max_length=128)
+    step = models.CharField(max_length=16, blank=True, default="")
+    gates = models.JSONField(default=list)
+    eligible = models.IntegerField(default=0)
+    candidates = models.JSONField(default=list)
+    artifact = models.CharField(max_length=255, blank=True, default="")
+    synthesis = models.JSONField(null=True)
+    synthesis_filename = models.CharField(max_length=255, blank=True, default="")
+    # Saved before the synthesis is submitted: recovery finds the run's decision by it.
+    candidate_hash = models.CharField(max_length=64, blank=True, default="")
+    decision_id = models.CharField(max_length=28, null=True, blank=True)
+    decision_op = models.CharField(max_length=8, blank=True, default="")
+    promoted = models.IntegerField(default=0)
+    error = models.JSONField(null=True)
+    timings = models.JSONField(default=dict)
+    recovered = models.BooleanField(default=False)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True)
+
+    class Meta:
+        db_table = "memory_consolidations"
+        indexes = [
+            models.Index(fields=["workspace_id", "started_at"], name="consolidation_workspace"),
+            models.Index(fields=["workspace_id", "status", "finished_at"], name="consolidation_status"),
+        ]
+
+
+class DreamLock(models.Model):
+    """memory_dream_locks: one runner per workspace. A lock past its expiry is stale and is taken over."""
+
+    workspace_id = models.CharField(primary_key=True, max_length=26)
+    owner = models.CharField(max_length=128)
+    run_id = models.CharField(max_length=30)
+    acquired_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_dream_locks"

@@ -32,7 +32,10 @@ HELPER_CALLERS = {"memory/controller/core.py", "memory/controller/apply.py", "me
                   "memory/controller/replay.py",
                   # the extractor's inbox (_inbox/) and dead letters (_system/extractor/failures/): staged files are
                   # written whole by atomic_write, claimed by rename, removed once drained
-                  "memory/controller/inbox.py"}
+                  "memory/controller/inbox.py",
+
+                  # dreaming's run reports and failure records under _system/dreaming/ (no decision records them)
+                  "memory/controller/artifacts.py"}
 
 MUTATING_HELPERS = {"atomic_write", "append_durably", "remove_file", "remove_stale_temp_files", "make_scope_dirs",
                     "rename_file", "remove_empty_dir"}

@@ -12,6 +12,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from memory.services.dreams import DREAM_SCHEDULE
+
 PRUNE_SCHEDULE = "compozy-decisions-prune"
 
 
@@ -26,8 +28,12 @@ class Recurring:
 def wanted() -> list[Recurring]:
     from django_q.models import Schedule
 
+    from compozy.config import get_config
+
+    every = get_config(None).memory.dream.check_every_minutes
     return [
         Recurring(PRUNE_SCHEDULE, "memory.background.tasks.prune_decisions", Schedule.DAILY),
+        Recurring(DREAM_SCHEDULE, "memory.background.tasks.dream_check", Schedule.MINUTES, every),
     ]
 
 

@@ -21,3 +21,12 @@ def prune_decisions() -> dict:
 
     result = decision_prune(data=PruneInput(), caller=Caller(origin=Origin.CLI), actor=SCHEDULE_ACTOR)
     return result.to_json()
+
+
+def dream_check() -> dict:
+    """The dreaming schedule: the gates of every workspace with activity, and a run where they all pass."""
+    from memory.domain.enums import Origin
+    from memory.services.dreams import dream_scheduled_pass
+    from memory.services.inputs import Caller
+
+    return dream_scheduled_pass(caller=Caller(origin=Origin.DREAMING)).to_json()

@@ -66,3 +66,18 @@ class LocalProvider:
             for p in extract(turns, context=context)
         ]
         return "\n".join(lines)
+
+    def _task_dream_synthesis(self, payload: dict[str, Any]) -> str:
+        """The templated body of a dreaming synthesis: a short preamble, then one section per memory type (in the
+        payload's order) listing each candidate's name, file, scope and snippet, best scored first."""
+        candidates = payload["candidates"]
+        lines = [
+            f"Memories that agents in this workspace kept recalling, consolidated by dreaming on {payload['date']} "
+            f"(run {payload['run_id']}): {len(candidates)} memories, grouped by type. Each entry names the memory, "
+            "its file and the start of its content; the files hold the full text.",
+        ]
+        for heading in payload["sections"]:
+            group = [c for c in candidates if heading == f"## {c['type'].capitalize()} memories"]
+            lines += ["", heading, ""]
+            lines += [f"- **{c['name']}** (`{c['filename']}`, {c['scope']}): {c['snippet']}" for c in group]
+        return "\n".join(lines)

@@ -44,6 +44,15 @@ SYSTEM_PROMPTS = {
         "corrects exactly one target."
     ),
     "extract": EXTRACT_SYSTEM_PROMPT,
+    "dream_synthesis": (
+        "You consolidate the memories that coding agents kept recalling in one workspace into one project memory. "
+        "The user message is JSON: a date, a run id, the exact section headings to use (`sections`), and the "
+        "candidates, each with name, filename, type, scope and a snippet of its content. Answer with the Markdown "
+        "body only (no frontmatter, no code fence): a short opening paragraph, then each heading from `sections` "
+        "on its own line, and under each the candidates of that type, naming each one's filename in backticks "
+        "and saying in one or two sentences what future sessions should know from it. Stay within max_bytes and "
+        "max_lines. Do not invent facts; do not include secrets, commands or instructions to the reader."
+    ),
 }
 
 READ_CHUNK = 64 * 1024

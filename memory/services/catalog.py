@@ -100,10 +100,25 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         operation_count=events.count(),
         last_operation_at=iso(last_operation),
         generation=current_generation(),
-        dream={"status": "not_configured"},
+        dream=_dream_health(resolved),
         extractor={"status": "not_configured"},
         vectors={"model": model_id(), "chunks": chunks, "missing": missing_vectors, "other_model": other_model},
     )
+
+
+def _dream_health(resolved) -> dict:  # noqa: ANN001 - a context.Resolved
+    """Dreaming in one line of health: enabled or not, and this workspace's last run and last success."""
+    from memory.models import Consolidation
+
+    enabled = resolved.config.memory.dream.enabled
+    summary: dict = {"status": "enabled" if enabled else "disabled"}
+    if resolved.workspace_id:
+        runs = Consolidation.objects.filter(workspace_id=resolved.workspace_id)
+        latest = runs.order_by("-started_at").values("id", "status", "started_at").first()
+        success = runs.filter(status="completed").order_by("-finished_at").values_list("finished_at", flat=True).first()
+        summary.update(latest_run=latest["id"] if latest else None, latest_status=latest["status"] if latest else None,
+                       last_success_at=iso(success))
+    return summary
 
 
 def catalog_reindex(*, data: ReindexInput, caller: Caller,
