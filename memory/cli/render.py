@@ -258,3 +258,61 @@ def human_prune(document: dict[str, Any]) -> str:
 
 def human_snapshot(document: dict[str, Any]) -> str:
     return document["text"].rstrip("\n")
+
+
+def _dream_line(run: dict[str, Any]) -> str:
+    decision = f"{run['decision_op']} {run['decision_id']}" if run.get("decision_id") else "no decision"
+    error = f"; {run['error']['code']} at {run['error'].get('step') or '-'}" if run.get("error") else ""
+    return (f"run {run['id']}  {run['status']}  {run['trigger']}{' (forced)' if run['forced'] else ''}  "
+            f"{run['candidate_count']} candidate(s), {run['promoted']} promoted, {decision}{error}")
+
+
+def _gate_rows(gates: list[dict[str, Any]]) -> str:
+    rows = [(g["gate"], "skipped" if g["skipped"] else "pass" if g["passed"] else "BLOCKS", g["detail"],
+             g["waiting_for"]) for g in gates]
+    return table(rows, ["gate", "state", "seen", "waiting for"], max_width=70)
+
+
+def human_dream_trigger(document: dict[str, Any]) -> str:
+    if not document["triggered"]:
+        return f"not triggered: the {document['reason']} gate blocks ({document['detail']})"
+    run = document["dream"]
+    return f"triggered\n{_dream_line(run)}\n\n{_gate_rows(run['gates'])}"
+
+
+def human_dream_status(document: dict[str, Any]) -> str:
+    schedule = document["schedule"]
+    lines = [
+        f"workspace {document['workspace_id']}: dreaming {'enabled' if document['enabled'] else 'DISABLED'}, "
+        f"{'ready to run' if document['ready'] else 'waiting'}",
+        f"last successful run: {document['last_success_at'] or 'never'}; the schedule checks every "
+        f"{schedule['every_minutes']} min (next {schedule['next_check_at'] or 'when the cluster starts'})",
+        "",
+        _gate_rows(document["gates"]),
+    ]
+    if document.get("running"):
+        lines += ["", "running: " + _dream_line(document["running"])]
+    if document.get("latest"):
+        lines += ["", "latest:  " + _dream_line(document["latest"])]
+    return "\n".join(lines)
+
+
+def human_dream_list(document: dict[str, Any]) -> str:
+    rows = [(r["id"], r["status"], r["trigger"] + (" forced" if r["forced"] else ""), r["candidate_count"],
+             r["promoted"], r["decision_op"] or "-", (r["started_at"] or "")[:19].replace("T", " "))
+            for r in document["dreams"]]
+    if not rows:
+        return "No dreaming runs."
+    return table(rows, ["run", "status", "trigger", "candidates", "promoted", "decision", "started"])
+
+
+def human_dream_show(document: dict[str, Any]) -> str:
+    run = document["dream"]
+    lines = [_dream_line(run), f"started {run['started_at']}, finished {run['finished_at'] or '-'}; timings "
+             + ", ".join(f"{k} {v:g}" for k, v in run["timings"].items()), "", _gate_rows(run["gates"]), ""]
+    rows = [(f"{c['score']:.3f}", c["filename"], c["recall_count"], f"{c['parts']['relevance']:.2f}", c["name"])
+            for c in run["candidates"]]
+    lines.append(table(rows, ["score", "file", "recalls", "ema", "name"]) if rows else "No candidates.")
+    if document.get("artifact_text"):
+        lines += ["", f"--- {run['artifact']} ---", document["artifact_text"].rstrip()]
+    return "\n".join(lines)

@@ -39,7 +39,7 @@ def test_the_schema_lists_every_api_route_and_method(schema):
     documented = {(path, method) for path, operations in schema["paths"].items() for method in operations
                   if path.startswith("/api/memory")}
     assert routes == documented
-    assert len(routes) == 16
+    assert len(routes) == 21
 
 
 def test_the_schema_is_a_valid_openapi_31_document(schema):
@@ -117,6 +117,9 @@ def test_every_live_response_matches_the_schema(server, schema):
         check("post", f"/api/memory/decisions/{edited['decision']['id']}/revert",
               "/api/memory/decisions/{decision_id}/revert", json={"workspace": workspace})
         check("post", "/api/memory/decisions/prune", "/api/memory/decisions/prune", json={"dry_run": True})
+        check("get", "/api/memory/dreams/status", "/api/memory/dreams/status", params={"workspace": workspace})
+        check("post", "/api/memory/dreams/trigger", "/api/memory/dreams/trigger", json={"workspace": workspace})
+        check("get", "/api/memory/dreams", "/api/memory/dreams", params={"workspace": workspace})
         check("get", "/api/memory/history", "/api/memory/history", params={"workspace": workspace})
         check("get", "/api/memory/health", "/api/memory/health", params={"workspace": workspace})
         check("post", "/api/memory/reindex", "/api/memory/reindex", json={"workspace": workspace})

@@ -21,7 +21,9 @@ AGENT_TOOLS = {"compozy__memory_list", "compozy__memory_show", "compozy__memory_
                "compozy__memory_note", "compozy__memory_snapshot"}
 ADMIN_TOOLS = {"compozy__memory_health", "compozy__memory_admin_history", "compozy__memory_reindex",
                "compozy__memory_promote", "compozy__memory_decisions_list", "compozy__memory_decisions_show",
-               "compozy__memory_decisions_revert", "compozy__memory_decisions_prune"}
+               "compozy__memory_decisions_revert", "compozy__memory_decisions_prune",
+               "compozy__memory_dream_trigger", "compozy__memory_dream_status", "compozy__memory_dream_list",
+               "compozy__memory_dream_show", "compozy__memory_dream_retry"}
 
 
 def call(server, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
