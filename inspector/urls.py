@@ -23,4 +23,8 @@ urlpatterns = [
     path("decisions/<str:decision_id>", views.decision_detail, name="decision"),
     path("events/", views.event_list, name="events"),
     path("snapshots/", views.snapshot_view, name="snapshots"),
+    path("dreaming/", views.dreaming, name="dreaming"),
+    path("dreaming/trigger", views.dream_trigger, name="dream_trigger"),
+    path("dreaming/<str:run_id>/retry", views.dream_retry, name="dream_retry"),
+    path("dreaming/<str:run_id>", views.dream_detail, name="dream"),
 ]

@@ -27,6 +27,7 @@ from memory.services import (
     Scope,
     catalog,
     decisions,
+    dreams,
     escape_control_characters,
     events,
     jobs,
@@ -360,3 +361,68 @@ def snapshot_view(request: HttpRequest) -> HttpResponse:
     return _render_attempt(request, "inspector/snapshot.html", context, lambda: {
         "log": snapshots.snapshot_log(data=snapshots.SnapshotLogInput.parse(chosen), caller=CALLER).to_json()
     } if chosen.get("session_id") else {})
+
+
+# --- dreaming --------------------------------------------------------------------------------------------------
+
+
+def _dream_workspace(source: Any) -> dict[str, Any]:
+    """The chosen workspace; with none chosen and exactly one known, that one (dreaming is per workspace)."""
+    chosen = _fields(source, "workspace")
+    if not chosen:
+        known = _choices()["workspaces"]
+        if len(known) == 1:
+            chosen = {"workspace": known[0].id}
+    return chosen
+
+
+def _dreaming_page(request: HttpRequest, chosen: dict[str, Any], extra: dict[str, Any], status: int = 200) -> HttpResponse:
+    context: dict[str, Any] = {"chosen": chosen, **_choices(), **extra}
+
+    def produce() -> dict[str, Any]:
+        if not chosen.get("workspace"):
+            return {}
+        gates = dreams.dream_status(data=dreams.DreamStatusInput.parse(chosen), caller=CALLER).to_json()
+        runs = dreams.dream_list(data=dreams.DreamListInput.parse(chosen), caller=CALLER).to_json()
+        return {"status": gates, "runs": runs["dreams"], "total": runs["page"]["total"]}
+
+    response = _render_attempt(request, "inspector/dreaming.html", context, produce)
+    if status != 200 and response.status_code == 200:
+        response.status_code = status
+    return response
+
+
+@page
+def dreaming(request: HttpRequest) -> HttpResponse:
+    return _dreaming_page(request, _dream_workspace(request.GET), {})
+
+
+@page
+@require_POST
+def dream_trigger(request: HttpRequest) -> HttpResponse:
+    chosen = _dream_workspace(request.POST)
+    data = dreams.DreamTriggerInput.parse({**chosen, **_fields(request.POST, "force")})
+    result = dreams.dream_trigger(data=data, caller=CALLER).to_json()
+    if result["triggered"]:
+        url = reverse("inspector:dream", args=[result["dream"]["id"]])
+        return HttpResponseRedirect(f"{url}?{urlencode(chosen)}")
+    return _dreaming_page(request, chosen, {"blocked": result}, status=409)
+
+
+@page
+def dream_detail(request: HttpRequest, run_id: str) -> HttpResponse:
+    chosen = _dream_workspace(request.GET)
+    shown = dreams.dream_show(data=dreams.DreamIdInput.parse({**chosen, "run_id": run_id}), caller=CALLER).to_json()
+    return render(request, "inspector/dream_detail.html", {"shown": shown, "dream": shown["dream"], "chosen": chosen,
+                                                          "ref_query": urlencode(chosen)})
+
+
+@page
+@require_POST
+def dream_retry(request: HttpRequest, run_id: str) -> HttpResponse:
+    chosen = _dream_workspace(request.POST)
+    result = dreams.dream_retry(data=dreams.DreamIdInput.parse({**chosen, "run_id": run_id}), caller=CALLER).to_json()
+    if result["triggered"]:
+        url = reverse("inspector:dream", args=[result["dream"]["id"]])
+        return HttpResponseRedirect(f"{url}?{urlencode(chosen)}")
+    return _dreaming_page(request, chosen, {"blocked": result}, status=409)

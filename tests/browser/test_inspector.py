@@ -271,7 +271,7 @@ def test_markup_in_a_memory_body_is_shown_as_text_and_never_runs(page: Page, ser
     pytest.param(width, listing, id=f"{width}-{listing.strip('/').split('/')[-1]}")
     for width in (390, 1280)
     for listing in ("/inspector/", "/inspector/memories/", "/inspector/recall", "/inspector/decisions/",
-                    "/inspector/events/", "/inspector/snapshots/")
+                    "/inspector/events/", "/inspector/snapshots/", "/inspector/dreaming/")
 ])
 def test_every_page_with_filters_fits_the_viewport_without_sideways_scrolling(
         pages: Pages, signed_in_state: dict, server: Server, width: int, listing: str):
