@@ -40,18 +40,26 @@ def _file_matches(path: Path, text: str, digest: str) -> bool:
 def apply_decision(decision: Decision, *, root: Path, document: Document | None = None,
                    replaying: bool = False, external: bool = False) -> None:
     """`replaying`: the decision may have partly landed before a crash. `external`: the file was put there by
-    hand, so an older MEMORY.md may already list it."""
+    hand, so an older MEMORY.md may already list it, and the file is the person's: it is never written or removed
+    here, even when it changed again since it was read (the next reconcile records that change)."""
     ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
     filename = decision.target_filename
     curated = not is_system_path(filename)
     if decision.op in (Op.ADD, Op.UPDATE):
         path = files.safe_path(root, filename)
-        if not _file_matches(path, decision.post_content, decision.post_content_hash):
+        matches = _file_matches(path, decision.post_content, decision.post_content_hash)
+        if not matches and not external:
             if not root.is_dir():
                 files.make_scope_dirs(root, with_inbox=ref.scope.value == "global")
             files.atomic_write(path, decision.post_content, step=faults.hit)
-        stat = os.lstat(path)
-        disk = DiskFile(filename, decision.post_content, decision.post_content_hash, stat.st_size, stat.st_mtime_ns)
+        if matches or not external:
+            stat = os.lstat(path)
+            size, mtime_ns = stat.st_size, stat.st_mtime_ns
+        else:
+            # Saved again (or removed) since it was read: the row keeps what was decided, with a size and mtime
+            # no file has, so the next reconcile sees the file as changed and records it.
+            size, mtime_ns = -1, 0
+        disk = DiskFile(filename, decision.post_content, decision.post_content_hash, size, mtime_ns)
         row = entry_row(ref, disk, document or parse_document(decision.post_content))
         with transaction.atomic():
             previous = upsert_rows([row])[0]
@@ -67,7 +75,8 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
             elif replaying or external or previous != (row.name, row.description):
                 update_index_line(ref.root_key, root, filename, line)
     elif decision.op == Op.DELETE:
-        files.remove_file(files.safe_path(root, filename), step=faults.hit)
+        if not external:
+            files.remove_file(files.safe_path(root, filename), step=faults.hit)
         with transaction.atomic():
             delete_rows(ref.root_key, [filename])
         if curated:

@@ -1,5 +1,6 @@
 """`compozy serve`: the service on one command. gunicorn serves the web app and API on a loopback TCP port and on
-the Unix socket $COMPOZY_HOME/run/compozy.sock (mode 0600); the django-q2 cluster runs beside it."""
+the Unix socket $COMPOZY_HOME/run/compozy.sock (mode 0600); the django-q2 cluster (with its schedules: dreaming,
+decision retention) and the file watcher run beside it."""
 
 from __future__ import annotations
 
@@ -18,12 +19,15 @@ from compozy.serving import forget_address, record_address
 
 
 class Command(ProductCommand):
-    help = "Serve the web inspector and API (TCP and Unix socket) and run the background task cluster."
+    help = ("Serve the web inspector and API (TCP and Unix socket), run the background task cluster and watch the "
+            "memory roots for hand edits.")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--bind", help="HOST:PORT for TCP, loopback only (default from config: server.bind, "
                                            "127.0.0.1:8000)")
         parser.add_argument("--no-cluster", action="store_true", help="Do not start the django-q2 task cluster.")
+        parser.add_argument("--no-watch", action="store_true",
+                            help="Do not start the file watcher (hand edits are then recorded by reindex).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         from memory.bootstrap import bootstrap
@@ -48,6 +52,8 @@ class Command(ProductCommand):
         ]
         if not options["no_cluster"]:
             children.append(subprocess.Popen([python, "-m", "compozy.cli", "qcluster"]))
+        if not options["no_watch"] and get_config(None).memory.watch.enabled:
+            children.append(subprocess.Popen([python, "-m", "compozy.cli", "watch"]))
         # `compozy inspector link` prints this address rather than the configured default.
         record_address(bind)
         from inspector.signin import create_link
