@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0006_decision_retention'),
+        ('memory', '0007_chunk_vectors'),
     ]
 
     operations = [
