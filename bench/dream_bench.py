@@ -60,13 +60,14 @@ def ms(seconds: float) -> float:
 
 def run(env: common.Env, args: argparse.Namespace) -> dict[str, object]:
     from django.db import connection
-    from memory.services.context import Caller, Selector, resolve
 
     from memory.domain.document import render_document
     from memory.domain.enums import MemoryType, Origin, Scope
     from memory.domain.models import Frontmatter, ScopeRef
     from memory.services import dreams, memories
     from memory.services.catalog import ReindexInput, catalog_reindex
+    from memory.services.inputs import Caller, Selector
+    from memory.services.resolution import resolve
 
     caller = Caller(origin=Origin.CLI, cwd=env.workspace)
     resolved = resolve(Selector(), caller, create_workspace=True)
