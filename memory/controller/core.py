@@ -26,8 +26,8 @@ from memory.store import files
 from .apply import apply_decision
 from .decision_log import (
     decision_exists,
-    decision_identity,
     last_decision_id,
+    new_decision,
     persist_decision,
     unapplied_exist,
 )
@@ -182,41 +182,15 @@ def build_decision(candidate: Candidate, verdict: Verdict, *, root: Path, now: d
         post_content = render_document(front, candidate.body)
     elif verdict.op == Op.NOOP and candidate.frontmatter is not None:
         frontmatter = candidate.frontmatter.yaml_dict()
-    post_hash = sha256_text(post_content) if post_content else ""
-    candidate_hash = candidate.candidate_hash()
-    # The spec's key material, plus the state it was decided against (the target's last decision), so the
-    # same candidate after, say, a delete is a new decision rather than a replay of the old one.
-    idempotency_key, decision_id = decision_identity(
-        candidate_hash, verdict.op, verdict.targets, verdict.target_filename, post_hash, frontmatter,
-        last_decision_id(ref.root_key, verdict.target_filename),
-    )
-    return Decision(
-        id=decision_id,
-        candidate_hash=candidate_hash,
-        idempotency_key=idempotency_key,
-        workspace_id=ref.workspace_id,
-        scope=ref.scope.value,
-        agent_name=ref.agent_name,
-        agent_tier=ref.agent_tier.value if ref.agent_tier else "",
-        root_key=ref.root_key,
-        origin=candidate.origin.value,
-        op=verdict.op.value,
-        targets=verdict.targets,
-        target_filename=verdict.target_filename,
-        frontmatter=frontmatter,
-        post_content=post_content,
-        post_content_hash=post_hash,
-        prior_content=prior_text,
-        prior_content_hash=sha256_text(prior_text) if prior_text is not None else "",
-        confidence=verdict.confidence,
-        source=verdict.source.value,
-        rule_trace=verdict.rule_trace,
-        llm_trace=verdict.llm_trace,
-        reason=verdict.reason,
-        session_id=candidate.session_id or "",
-        reverts=candidate.revert_of,
-        decided_at=now,
-        applied_at=None,
+    return new_decision(
+        ref=ref, origin=candidate.origin, op=verdict.op, candidate_hash=candidate.candidate_hash(),
+        targets=verdict.targets, target_filename=verdict.target_filename, frontmatter=frontmatter,
+        post_content=post_content, prior_content=prior_text, rule_trace=verdict.rule_trace, reason=verdict.reason,
+        # The state it was decided against (the target's last decision), so the same candidate after, say, a
+        # delete is a new decision rather than a replay of the old one.
+        base_state=last_decision_id(ref.root_key, verdict.target_filename),
+        decided_at=now, confidence=verdict.confidence, source=verdict.source, llm_trace=verdict.llm_trace,
+        session_id=candidate.session_id or "", reverts=candidate.revert_of,
     )
 
 

@@ -1,15 +1,17 @@
-"""The decision log: memory_decisions, the per-database write-ahead log. A decision's identity, its durable
-commit before any file is touched, the lookups the controller makes against it, and its applied_at stamp."""
+"""The decision log: memory_decisions, the per-database write-ahead log. The one factory of a decision and its
+identity, its durable commit before any file is touched, the lookups the controller makes against it, and its
+applied_at stamp."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
 
-from memory.domain.enums import Op
-from memory.domain.models import canonical_json, sha256_text, utc_now
+from memory.domain.enums import DecisionSource, Op, Origin
+from memory.domain.models import ScopeRef, canonical_json, sha256_text, utc_now
 from memory.models import Decision
 
 from . import faults
@@ -22,6 +24,47 @@ def decision_identity(candidate_hash: str, op: Op, targets: list[str], target_fi
     key = sha256_text(canonical_json([candidate_hash, op.value, targets, target_filename, post_hash,
                                       sha256_text(canonical_json(frontmatter)), base_state]))
     return key, "dec_" + sha256_text(key)[:24]
+
+
+def new_decision(*, ref: ScopeRef, origin: Origin, op: Op, candidate_hash: str, targets: list[str],
+                 target_filename: str, frontmatter: dict[str, Any] | None, post_content: str,
+                 prior_content: str | None, rule_trace: list[dict[str, Any]], reason: str, base_state: str | None,
+                 decided_at: datetime, confidence: float = 1.0, source: DecisionSource = DecisionSource.RULE,
+                 llm_trace: dict[str, Any] | None = None, session_id: str = "", reverts: str | None = None) -> Decision:
+    """A new, unapplied decision. Every decision (a candidate's, a revert's, a hand edit's) is made here,
+    so its hashes, identity and root columns are derived one way. `base_state` is the target's last decision id
+    when the decision depends on it (None for a hand edit, which is identified by its content and time)."""
+    post_hash = sha256_text(post_content) if post_content else ""
+    idempotency_key, decision_id = decision_identity(candidate_hash, op, targets, target_filename, post_hash,
+                                                     frontmatter, base_state)
+    return Decision(
+        id=decision_id,
+        candidate_hash=candidate_hash,
+        idempotency_key=idempotency_key,
+        workspace_id=ref.workspace_id,
+        scope=ref.scope.value,
+        agent_name=ref.agent_name,
+        agent_tier=ref.agent_tier.value if ref.agent_tier else "",
+        root_key=ref.root_key,
+        origin=origin.value,
+        op=op.value,
+        targets=targets,
+        target_filename=target_filename,
+        frontmatter=frontmatter,
+        post_content=post_content,
+        post_content_hash=post_hash,
+        prior_content=prior_content,
+        prior_content_hash=sha256_text(prior_content) if prior_content is not None else "",
+        confidence=confidence,
+        source=source.value,
+        rule_trace=rule_trace,
+        llm_trace=llm_trace,
+        reason=reason,
+        session_id=session_id,
+        reverts=reverts,
+        decided_at=decided_at,
+        applied_at=None,
+    )
 
 
 def last_decision_id(root_key: str, filename: str) -> str | None:

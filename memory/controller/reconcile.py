@@ -15,6 +15,7 @@ from pathlib import Path
 from django.db import connection, transaction
 
 from memory.catalog.indexer import (
+    ENTRY_COLUMNS,
     DiskFile,
     Row,
     advance_generation,
@@ -36,13 +37,13 @@ from memory.store import files
 
 from . import faults
 from .apply import apply_decision, render_memory_index
-from .decision_log import decision_identity, persist_decisions, stamp_applied
+from .decision_log import new_decision, persist_decisions, stamp_applied
 from .events import decision_events_record
 
 Progress = Callable[[int, int], None]
-_SIZE = 13  # index of `size` in ENTRY_COLUMNS
-_MTIME = 14
-_HASH = 12
+_SIZE = ENTRY_COLUMNS.index("size")
+_MTIME = ENTRY_COLUMNS.index("mtime_ns")
+_HASH = ENTRY_COLUMNS.index("content_hash")
 
 
 @dataclass(frozen=True)
@@ -89,24 +90,18 @@ def external_decision(ref: ScopeRef, filename: str, text: str | None, document: 
     post = text or ""
     post_hash = sha256_text(post) if post else ""
     candidate_hash = sha256_text(canonical_json(["external", ref.root_key, filename, post_hash, format_timestamp(now)]))
-    frontmatter = document.frontmatter.yaml_dict() if document is not None else None
-    key, decision_id = decision_identity(candidate_hash, op, [filename], filename, post_hash, frontmatter, None)
     notes = ""
     if document is not None:
         result = scan(document.frontmatter.name, document.frontmatter.description, document.body)
         if not result.clean:
             notes = "; scanner flagged " + ",".join(result.rejected_rules)
-    return Decision(
-        id=decision_id, candidate_hash=candidate_hash, idempotency_key=key,
-        workspace_id=ref.workspace_id, scope=ref.scope.value, agent_name=ref.agent_name,
-        agent_tier=ref.agent_tier.value if ref.agent_tier else "", root_key=ref.root_key,
-        origin=Origin.FILE.value, op=op.value, targets=[filename], target_filename=filename,
-        frontmatter=frontmatter, post_content=post, post_content_hash=post_hash,
-        prior_content=prior, prior_content_hash=sha256_text(prior) if prior is not None else "",
-        confidence=1.0, source="rule",
+    return new_decision(
+        ref=ref, origin=Origin.FILE, op=op, candidate_hash=candidate_hash, targets=[filename],
+        target_filename=filename, frontmatter=document.frontmatter.yaml_dict() if document is not None else None,
+        post_content=post, prior_content=prior,
         rule_trace=[{"name": "external_change", "passed": True,
                      "reason": f"the file changed on disk outside the controller{notes}", "target": filename}],
-        llm_trace=None, reason=f"hand edit observed: {op.value}", decided_at=now,
+        reason=f"hand edit observed: {op.value}", base_state=None, decided_at=now,
     )
 
 

@@ -14,7 +14,7 @@ from memory.store import files
 
 from .apply import apply_decision
 from .core import Outcome, exclusive
-from .decision_log import decision_identity, last_decision_id, persist_decision
+from .decision_log import last_decision_id, new_decision, persist_decision
 from .roots import ref_from_row, resolve_root
 
 _INVERSE = {Op.ADD: Op.DELETE, Op.UPDATE: Op.UPDATE, Op.DELETE: Op.ADD}
@@ -56,41 +56,18 @@ def revert_decision(decision_id: str, *, origin: Origin, session_id: str, config
         frontmatter = parse_document(post).frontmatter.yaml_dict() if post else None
         now = utc_now()
         candidate_hash = sha256_text(canonical_json(["revert", decision_id, original.post_content_hash]))
-        post_hash = sha256_text(post) if post else ""
-        idempotency_key, revert_id = decision_identity(
-            candidate_hash, inverse, [original.target_filename], original.target_filename, post_hash, frontmatter,
-            last_decision_id(original.root_key, original.target_filename),
-        )
-        decision = Decision(
-            id=revert_id,
-            candidate_hash=candidate_hash,
-            idempotency_key=idempotency_key,
-            workspace_id=original.workspace_id,
-            scope=original.scope,
-            agent_name=original.agent_name,
-            agent_tier=original.agent_tier,
-            root_key=original.root_key,
-            origin=origin.value,
-            op=inverse.value,
-            targets=[original.target_filename],
-            target_filename=original.target_filename,
-            frontmatter=frontmatter,
-            post_content=post,
-            post_content_hash=post_hash,
-            prior_content=current,
-            prior_content_hash=sha256_text(current) if current is not None else "",
-            confidence=1.0,
-            source="rule",
+        decision = new_decision(
+            ref=ref, origin=origin, op=inverse, candidate_hash=candidate_hash,
+            targets=[original.target_filename], target_filename=original.target_filename, frontmatter=frontmatter,
+            post_content=post, prior_content=current,
             rule_trace=[{"name": "revert", "passed": True, "reason": f"undo {op.value} of {decision_id}",
                          "target": original.target_filename}],
-            reason=f"revert of {decision_id}",
-            session_id=session_id,
-            reverts=decision_id,
-            decided_at=now,
+            reason=f"revert of {decision_id}", base_state=last_decision_id(original.root_key, original.target_filename),
+            decided_at=now, session_id=session_id, reverts=decision_id,
         )
         if dry_run:
             return Outcome(decision, applied=False, dry_run=True)
-        stored = Decision.objects.filter(idempotency_key=idempotency_key).first()
+        stored = Decision.objects.filter(idempotency_key=decision.idempotency_key).first()
         if stored is not None:
             # The same revert was decided before and the file is back where it was: a retry.
             return Outcome(stored, applied=False, dry_run=False)

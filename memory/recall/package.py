@@ -6,7 +6,7 @@ from datetime import datetime
 
 from memory.domain.text import prompt_safe
 
-from .pipeline import Candidate
+from .pipeline import RecallCandidate
 
 HEADER = ("## Recalled memories\n"
           "Notes from earlier sessions that match this task, most relevant first. Treat them as context to verify, "
@@ -25,13 +25,13 @@ def staleness_banner(updated_at: datetime, now: datetime, banner_after_days: int
     return None
 
 
-def scope_label(candidate: Candidate) -> str:
+def scope_label(candidate: RecallCandidate) -> str:
     if candidate.scope == "agent":
         return f"agent {candidate.agent_name}, {candidate.agent_tier} tier"
     return candidate.scope
 
 
-def block(candidate: Candidate, banner: str | None) -> str:
+def block(candidate: RecallCandidate, banner: str | None) -> str:
     # Memory text is escaped, not trusted: a file placed by hand never passed the scanner, and it must not close the
     # <compozy_recall> block it sits in or carry control characters into the prompt.
     lines = [f"### {prompt_safe(candidate.name)} ({scope_label(candidate)}: {candidate.filename})",

@@ -33,7 +33,10 @@ HEADER_BOOST = 2.0
 
 
 @dataclass
-class Candidate:
+class RecallCandidate:
+    """One catalog entry on its way through recall: its row (fts.RECALL_COLUMNS), its ranks in the candidate lists,
+    and its score in parts. Not the controller's write candidate (memory.domain.models.Candidate)."""
+
     row: dict[str, Any]
     snippet: str = ""
     unicode_rank: int | None = None
@@ -43,11 +46,41 @@ class Candidate:
     score: float = 0.0
     shadowed_by: dict[str, Any] | None = None
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.__dict__["row"][name]
-        except KeyError:
-            raise AttributeError(name) from None
+    @property
+    def root_key(self) -> str:
+        return self.row["root_key"]
+
+    @property
+    def filename(self) -> str:
+        return self.row["filename"]
+
+    @property
+    def scope(self) -> str:
+        return self.row["scope"]
+
+    @property
+    def agent_name(self) -> str:
+        return self.row["agent_name"]
+
+    @property
+    def agent_tier(self) -> str:
+        return self.row["agent_tier"]
+
+    @property
+    def name(self) -> str:
+        return self.row["name"]
+
+    @property
+    def description(self) -> str:
+        return self.row["description"]
+
+    @property
+    def body(self) -> str:
+        return self.row["body"]
+
+    @property
+    def updated_at(self) -> datetime:
+        return self.row["updated_at"]
 
     @property
     def key(self) -> str:
@@ -67,8 +100,8 @@ class Candidate:
 @dataclass
 class Recall:
     query: RecallQuery
-    winners: list[Candidate]
-    shadowed: list[Candidate]
+    winners: list[RecallCandidate]
+    shadowed: list[RecallCandidate]
     warning: str | None = None
 
 
@@ -197,7 +230,7 @@ def with_session_context(cursor, matches: list[WordMatch], pattern: TermPattern,
     return [rows[entry] for entry in order if entry in rows]
 
 
-def _signals(candidates: list[Candidate]) -> dict[tuple[str, str], float]:
+def _signals(candidates: list[RecallCandidate]) -> dict[tuple[str, str], float]:
     if not candidates:
         return {}
     pairs = json.dumps([[c.row["root_key"], c.row["filename"]] for c in candidates])
@@ -209,7 +242,7 @@ def _signals(candidates: list[Candidate]) -> dict[tuple[str, str], float]:
         return {(root_key, filename): score for root_key, filename, score in cursor.fetchall()}
 
 
-def _deepest_holders(candidates: list[Candidate], root_keys: list[str]) -> dict[str, tuple[int, dict[str, Any]]]:
+def _deepest_holders(candidates: list[RecallCandidate], root_keys: list[str]) -> dict[str, tuple[int, dict[str, Any]]]:
     """For each candidate's type::slug (its filename, for curated memories), the deepest visible entry holding it,
     matched by the query or not."""
     if len(root_keys) < 2 or not candidates:
@@ -366,17 +399,17 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
             except EmbedderError as exc:
                 # Recall still answers, from the lexical lists, and says what it could not do.
                 warning = f"semantic candidates unavailable, lexical recall only: {exc}"
-    candidates: dict[int, Candidate] = {}
+    candidates: dict[int, RecallCandidate] = {}
     for rank, row in enumerate(unicode_list):
-        candidates[row["entry_id"]] = Candidate(row=row, unicode_rank=rank)
+        candidates[row["entry_id"]] = RecallCandidate(row=row, unicode_rank=rank)
     for rank, row in enumerate(trigram_list):
-        candidate = candidates.setdefault(row["entry_id"], Candidate(row=row))
+        candidate = candidates.setdefault(row["entry_id"], RecallCandidate(row=row))
         candidate.trigram_rank = rank
     for rank, found in enumerate(semantic):
         if found.entry_id in candidates:
             candidates[found.entry_id].semantic_rank = rank
         elif found.entry_id in semantic_rows:
-            candidates[found.entry_id] = Candidate(row=semantic_rows[found.entry_id], semantic_rank=rank)
+            candidates[found.entry_id] = RecallCandidate(row=semantic_rows[found.entry_id], semantic_rank=rank)
 
     now = now or utc_now()
     signals = _signals(list(candidates.values()))
@@ -397,8 +430,8 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     ranked = sorted(candidates.values(), key=lambda c: (-c.score, c.row["filename"], c.row["root_key"]))
     # Only the head of the ranking can become results; look its holders up first and the rest only if needed.
     deepest = _deepest_holders(ranked[: top_k * 3], root_keys)
-    winners: list[Candidate] = []
-    shadowed: list[Candidate] = []
+    winners: list[RecallCandidate] = []
+    shadowed: list[RecallCandidate] = []
     # Walk down the ranking until top-K winners are found; a shadowed entry met on the way would have been a
     # result, so it is reported beside them (never silently dropped), but it is not a winner.
     for position, candidate in enumerate(ranked):

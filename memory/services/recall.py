@@ -11,7 +11,7 @@ from memory.domain.enums import EventOp
 from memory.domain.errors import ValidationError
 from memory.domain.models import utc_now
 from memory.recall.package import HEADER, block, recall_section_text, staleness_banner
-from memory.recall.pipeline import Candidate, Recall, recall
+from memory.recall.pipeline import Recall, RecallCandidate, recall
 from memory.recall.query import parse_query
 
 from .inputs import Caller, Selector
@@ -90,10 +90,10 @@ def record_recall(outcome: Recall, query_text: str, caller: Caller, resolved: Re
     best_effort_write(write, what="recall signals and event")
 
 
-def _ordered(outcome: Recall) -> list[Candidate]:
+def _ordered(outcome: Recall) -> list[RecallCandidate]:
     """Winners by rank; each shadowed entry right after the winner that shadows it when that winner is listed,
     otherwise after all winners."""
-    placed: list[Candidate] = []
+    placed: list[RecallCandidate] = []
     pending = list(outcome.shadowed)
     for winner in outcome.winners:
         placed.append(winner)
@@ -103,7 +103,7 @@ def _ordered(outcome: Recall) -> list[Candidate]:
     return placed + pending
 
 
-def _hit(candidate: Candidate, banner: str | None) -> SearchHit:
+def _hit(candidate: RecallCandidate, banner: str | None) -> SearchHit:
     return SearchHit(
         memory=memory_summary_from_fields(candidate.row),
         score=candidate.score,
