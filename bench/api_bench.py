@@ -77,6 +77,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402  (must come before Django)
 
+from tests.live import LiveServe, start_serve, stop_serve  # noqa: E402  (found through the repo root common adds)
+
 TARGET_UDS_OVER_IN_PROCESS_P50_MS = 2.0
 WARMUP_SEED_OFFSET = 1_000_003
 HTTP_TIMEOUT_S = 60.0  # above the controller's 30 s lock timeout: a timeout there comes back as an answer
@@ -112,7 +114,7 @@ def main() -> None:
         for thread in pool:
             thread.stop()
         if server is not None:
-            code = common.stop_server(server)
+            code = stop_serve(server)
             common.log(f"server stopped (exit code {code})")
         common.finish()
 
@@ -402,7 +404,7 @@ def paired(tally: Tally, base: Tally) -> float | None:
     return round(common.percentile(differences, 0.5) * 1000, 3) if differences else None
 
 
-def run(env: common.Env, args: argparse.Namespace) -> tuple[dict[str, Any], common.LiveServer, list[ClientThread]]:
+def run(env: common.Env, args: argparse.Namespace) -> tuple[dict[str, Any], LiveServe, list[ClientThread]]:
     import httpx
 
     from memory.domain.enums import EventOp, Origin, Scope
@@ -439,7 +441,7 @@ def run(env: common.Env, args: argparse.Namespace) -> tuple[dict[str, Any], comm
 
     common.log("starting compozy serve")
     started = time.perf_counter()
-    server = common.start_server(env.home, env.workspace, env.base / "server.log")
+    server = start_serve(env.home, env.workspace, env.base / "server.log")
     server_start_s = time.perf_counter() - started
     common.log(f"server up on 127.0.0.1:{server.port} and {server.socket_path} in {server_start_s:.1f} s "
                f"(pids {server.process.pid} {server.children})")
@@ -466,7 +468,7 @@ def run(env: common.Env, args: argparse.Namespace) -> tuple[dict[str, Any], comm
         common.log(f"stopping after {type(exc).__name__}: {exc}")
         for thread in pool:
             thread.stop()
-        common.log(f"server stopped (exit code {common.stop_server(server)})")
+        common.log(f"server stopped (exit code {stop_serve(server)})")
         raise
 
 
@@ -584,7 +586,7 @@ def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup
                     measured["in_process"]["mean_calls_in_flight"])
 
     writes = _writes(env, args, server)
-    server_log = server.log_path.read_text("utf-8", "replace") if server.log_path.exists() else ""
+    server_log = server.log.read_text("utf-8", "replace") if server.log.exists() else ""
     return {
         "benchmark": "api",
         "machine": common.machine(),
@@ -642,7 +644,7 @@ def _own_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def cpu_per_request(server: common.LiveServer, workspace: str, filenames: list[str],
+def cpu_per_request(server: LiveServe, workspace: str, filenames: list[str],
                     count: int = CPU_REQUESTS) -> dict[str, Any]:
     """Where a socket round trip's CPU goes: `count` sequential requests with the standard library's client, the
     server's CPU (all its processes, from /proc) and this process's CPU (the client) per request. /healthz is a
@@ -704,7 +706,7 @@ def _block_result(tallies: dict[str, Tally], serialization: list[float] | None) 
 # Part 2: concurrent writes over TCP into a second, fresh workspace of the same server.
 
 
-def _writes(env: common.Env, args: argparse.Namespace, server: common.LiveServer) -> dict[str, Any]:
+def _writes(env: common.Env, args: argparse.Namespace, server: LiveServe) -> dict[str, Any]:
     import httpx
 
     from memory.domain.enums import Origin, Scope

@@ -88,19 +88,31 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def worker_process(name: str, measure: Callable[[Env], dict[str, object]]) -> None:
-    """The body of a per-size worker process: a fresh home, the measurement, its temp dirs removed, its JSON printed."""
+def worker_process(name: str, measure: Callable[[Env], dict[str, object]], *, keep_home: bool = False) -> None:
+    """The body of a per-size worker process: a fresh home, the measurement, its JSON printed. Its temp dirs are
+    removed, unless `keep_home`: then the document's `_run` names them for the coordinator's `after` step, which
+    removes them (they are removed here only if the measurement fails)."""
     env = start(name)
     try:
         result = measure(env)
-    finally:
+    except BaseException:
+        finish()
+        raise
+    if keep_home:
+        from django.db import connections
+
+        connections.close_all()
+        result["_run"] = {"base": str(env.base), "home": str(env.home), "workspace": str(env.workspace)}
+    else:
         finish()
     emit(result)
 
 
-def run_size_workers(script: str, sizes: list[int], worker_args: list[str], profile: str | None) -> dict[str, object]:
+def run_size_workers(script: str, sizes: list[int], worker_args: list[str], profile: str | None, *,
+                     after: Callable[[int, dict[str, object]], None] | None = None) -> dict[str, object]:
     """One worker process per size (`script --worker N ...`), one after the other so that two sizes never share the
-    cores; their JSON documents by size. A profile goes to `profile.N`."""
+    cores; their JSON documents by size. A profile goes to `profile.N`. `after(size, document)` runs once each
+    worker has exited (with `keep_home`, it gets the worker's home and removes it)."""
     record_git()
     results: dict[str, object] = {}
     for size in sizes:
@@ -109,7 +121,61 @@ def run_size_workers(script: str, sizes: list[int], worker_args: list[str], prof
             command += ["--profile", f"{profile}.{size}"]
         log(f"N={size}: starting worker")
         results[str(size)] = run_child(command)
+        if after is not None:
+            after(size, results[str(size)])
     return results
+
+
+@dataclass
+class Prefill:
+    """A worker's prefilled home: the caller and its resolved workspace (created), the workspace root, the prose
+    words and random stream the files were written with, and what writing and reindexing them took."""
+
+    caller: object  # memory.services.inputs.Caller
+    resolved: object  # memory.services.resolution.Resolved
+    ref: object  # memory.domain.models.ScopeRef of the workspace root
+    root: Path
+    words: ProseWords
+    rng: random.Random
+    write_s: float = 0.0
+    reindex_s: float = 0.0
+    files: int = 0  # as the reindex counted them
+    catalog_rows: int = 0  # curated rows in the catalog after the reindex
+    total_bytes: int = 0  # of the files `write` returned
+
+    @property
+    def workspace_id(self) -> str:
+        return self.resolved.workspace_id  # type: ignore[attr-defined]
+
+
+def prefill(env: Env, size: int, seed: int, write: Callable[[Prefill], list[Path]] | None = None) -> Prefill:
+    """The untimed start of every per-size worker: the workspace, `write(prefill)` putting the files in place
+    (by default `size` prose memories in the workspace root; it returns the paths written), then one
+    `catalog_reindex`. Needs Django (call in a worker, after `start()`)."""
+    from memory.domain.enums import Origin, Scope
+    from memory.domain.models import ScopeRef
+    from memory.models import CatalogEntry
+    from memory.services.catalog import ReindexInput, catalog_reindex
+    from memory.services.inputs import Caller, Selector
+    from memory.services.resolution import resolve
+
+    caller = Caller(origin=Origin.CLI, cwd=env.workspace)
+    resolved = resolve(Selector(), caller, create_workspace=True)
+    ref = ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)
+    result = Prefill(caller=caller, resolved=resolved, ref=ref, root=resolved.root(ref), words=ProseWords(seed),
+                     rng=random.Random(seed + 2))
+    log(f"N={size}: writing the memory files under {env.base}")
+    started = time.perf_counter()
+    paths = (write or (lambda p: write_prose_memories(p.root, size, p.words, p.rng)))(result)
+    result.write_s = time.perf_counter() - started
+    result.total_bytes = sum(path.stat().st_size for path in paths)
+    started = time.perf_counter()
+    result.files = catalog_reindex(data=ReindexInput.parse({}), caller=caller).files
+    result.reindex_s = time.perf_counter() - started
+    result.catalog_rows = CatalogEntry.objects.filter(is_system=False).count()
+    log(f"N={size}: prefill {result.write_s:.1f} s + reindex {result.reindex_s:.1f} s, "
+        f"{result.catalog_rows} catalog rows")
+    return result
 
 
 def run_child(command: list[str]) -> dict[str, object]:
@@ -398,136 +464,6 @@ def dump_profile(profiler, path: str, what: str) -> None:  # noqa: ANN001 - a cP
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(30)
         log(f"profile of {what} ({key}), saved to {path}:\n{out.getvalue()}")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# A live `compozy serve` for the API benchmark: loopback TCP and the Unix socket, stopped by pid.
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (loopback only)."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _descendants(pid: int) -> list[int]:
-    """The pids below `pid` now, from /proc (Linux), depth first."""
-    found: list[int] = []
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            children = [int(part) for part in (task / "children").read_text().split()]
-        except (OSError, ValueError):
-            continue
-        for child in children:
-            found.append(child)
-            found.extend(_descendants(child))
-    return found
-
-
-@dataclass
-class LiveServer:
-    """`compozy serve --bind 127.0.0.1:<port> --no-cluster`, started by `start_server` and stopped by
-    `stop_server`, which ends the serve process and the gunicorn processes it started, by their pids only."""
-
-    home: Path
-    workspace: Path
-    port: int
-    process: object  # subprocess.Popen
-    log_path: Path
-    children: list[int]
-
-    @property
-    def socket_path(self) -> Path:
-        return self.home / "run" / "compozy.sock"
-
-    @property
-    def token(self) -> str:
-        return (self.home / "token").read_text().strip()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-
-def start_server(home: Path, workspace: Path, log_path: Path, *, timeout_s: float = 60.0) -> LiveServer:
-    """Start the server (cwd = workspace, COMPOZY_HOME = home, no other COMPOZY_* variable) and wait until
-    /healthz answers over TCP and the socket exists. Its stdout and stderr go to `log_path`."""
-    import subprocess
-
-    import httpx
-
-    compozy = str(Path(sys.executable).parent / "compozy")
-    port = free_port()
-    env = {key: value for key, value in os.environ.items() if not key.startswith("COMPOZY_")}
-    env["COMPOZY_HOME"] = str(home)
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    log_file = open(log_path, "wb")  # noqa: SIM115 - the child holds it; closed when this function returns
-    try:
-        process = subprocess.Popen([compozy, "serve", "--bind", f"127.0.0.1:{port}", "--no-cluster"], cwd=workspace,
-                                   env=env, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    finally:
-        log_file.close()
-    server = LiveServer(home=home, workspace=workspace, port=port, process=process, log_path=log_path, children=[])
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"compozy serve exited with {process.returncode}: {server_log_tail(server)}")
-            try:
-                if (server.socket_path.exists()
-                        and httpx.get(f"{server.base_url}/healthz", timeout=1).status_code == 200):
-                    server.children = _descendants(process.pid)
-                    return server
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"compozy serve did not answer /healthz within {timeout_s:.0f} s: {server_log_tail(server)}")
-    except BaseException:
-        stop_server(server)
-        raise
-
-
-def stop_server(server: LiveServer, *, timeout_s: float = 30.0) -> int | None:
-    """SIGTERM to the serve process (it stops gunicorn), then SIGKILL by pid to whatever it started that is still
-    alive. Returns the serve process's exit code."""
-    import contextlib
-    import signal
-    import subprocess
-
-    process = server.process
-    pids = list(dict.fromkeys([*server.children, *_descendants(process.pid)]))
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-    for pid in pids:
-        # Only pids recorded as this server's descendants, and only while they still look like ours.
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"gunicorn" in cmdline or b"compozy" in cmdline:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    return process.returncode
-
-
-def server_log_tail(server: LiveServer, lines: int = 20) -> str:
-    try:
-        return "\n".join(server.log_path.read_text("utf-8", "replace").splitlines()[-lines:])
-    except OSError:
-        return ""
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -117,39 +117,24 @@ def main() -> None:
 
 
 def prefill(env: common.Env, size: int, seed: int) -> dict[str, object]:
-    import random
-
-    from memory.domain.enums import Origin, Scope
-    from memory.domain.models import ScopeRef
-    from memory.models import CatalogEntry, Decision, Injection
-    from memory.services.catalog import ReindexInput, catalog_reindex
-    from memory.services.inputs import Caller, Selector
+    from memory.domain.enums import Origin
+    from memory.models import Decision, Injection
+    from memory.services.inputs import Caller
     from memory.services.memories import EditInput, memory_edit
-    from memory.services.resolution import resolve
     from memory.services.snapshots import SnapshotInput, snapshot_assemble
-
-    caller = Caller(origin=Origin.CLI, cwd=env.workspace)
-    resolved = resolve(Selector(), caller, create_workspace=True)
-    workspace_id = resolved.workspace_id
-    ref = ScopeRef(scope=Scope.WORKSPACE, workspace_id=workspace_id)
-    root = resolved.root(ref)
 
     counts = {memory_type: round(size * share) for memory_type, share in TYPE_MIX}
     counts["project"] += size - sum(counts.values())
-    common.log(f"N={size}: writing {size} memory files ({counts})")
-    started = time.perf_counter()
-    words = common.ProseWords(seed)
-    rng = random.Random(seed + 2)
-    for memory_type, count in counts.items():
-        common.write_prose_memories(root, count, words, rng, memory_type=memory_type, scope="workspace")
-    write_s = time.perf_counter() - started
-    started = time.perf_counter()
-    report = catalog_reindex(data=ReindexInput.parse({}), caller=caller)
-    reindex_s = time.perf_counter() - started
-    catalog_rows = CatalogEntry.objects.filter(root_key=ref.root_key, is_system=False).count()
-    common.log(f"N={size}: prefill {write_s:.1f} s + reindex {reindex_s:.1f} s, {catalog_rows} catalog rows")
-    if catalog_rows != size:
-        raise SystemExit(f"prefill indexed {catalog_rows} memories, wanted {size}")
+
+    def write(home: common.Prefill) -> list[Path]:
+        return [path for memory_type, count in counts.items()
+                for path in common.write_prose_memories(home.root, count, home.words, home.rng,
+                                                        memory_type=memory_type, scope="workspace")]
+
+    home = common.prefill(env, size, seed, write)
+    caller, words, ref, workspace_id = home.caller, home.words, home.ref, home.workspace_id
+    if home.catalog_rows != size:
+        raise SystemExit(f"prefill indexed {home.catalog_rows} memories, wanted {size}")
 
     # The detail page's memory: a project memory the snapshot index places (the first one it lists), edited through
     # the controller, so its history holds more than the reindex's one decision.
@@ -171,10 +156,10 @@ def prefill(env: common.Env, size: int, seed: int) -> dict[str, object]:
         "detail_filename": detail,
         "facts": {
             "memories_by_type": counts,
-            "write_files_s": round(write_s, 2),
-            "reindex_s": round(reindex_s, 2),
-            "reindexed_files": report.files,
-            "catalog_rows": catalog_rows,
+            "write_files_s": round(home.write_s, 2),
+            "reindex_s": round(home.reindex_s, 2),
+            "reindexed_files": home.files,
+            "catalog_rows": home.catalog_rows,
             "decisions_total": Decision.objects.count(),
             "detail_memory": detail,
             "detail_memory_decisions": Decision.objects.filter(root_key=ref.root_key,

@@ -66,18 +66,9 @@ def main() -> None:
         common.emit(search_only(Path(args.search_only[0]), Path(args.search_only[1]), args.size, args.seed,
                                 args.queries, args.warmup))
     elif args.worker is not None:
-        env = common.start(f"search-{args.worker}")
-        try:
-            result = worker(env, args.worker, args.seed, args.queries, args.warmup, args.profile)
-        except BaseException:
-            common.finish()
-            raise
         # The home stays for the coordinator's search-only child; the coordinator removes it afterwards.
-        from django.db import connections
-
-        connections.close_all()
-        result["_run"] = {"base": str(env.base), "home": str(env.home), "workspace": str(env.workspace)}
-        common.emit(result)
+        common.worker_process(f"search-{args.worker}", lambda env: worker(env, args.worker, args.seed, args.queries,
+                                                                          args.warmup, args.profile), keep_home=True)
     else:
         coordinate(sorted(common.parse_sizes(args.sizes)), args)
 
@@ -87,15 +78,7 @@ def main() -> None:
 
 
 def coordinate(sizes: list[int], args: argparse.Namespace) -> None:
-    common.record_git()
-    results: dict[str, object] = {}
-    for size in sizes:
-        command = [sys.executable, __file__, "--worker", str(size), "--seed", str(args.seed),
-                   "--queries", str(args.queries), "--warmup", str(args.warmup)]
-        if args.profile:
-            command += ["--profile", f"{args.profile}.{size}"]
-        common.log(f"N={size}: starting worker")
-        block = common.run_child(command)
+    def search_only_child(size: int, block: dict[str, object]) -> None:
         run = block.pop("_run")
         try:
             # Started from this process, which never imports Django, so the child's ru_maxrss (inherited across
@@ -106,7 +89,10 @@ def coordinate(sizes: list[int], args: argparse.Namespace) -> None:
                 "--seed", str(args.seed), "--queries", str(args.queries), "--warmup", str(args.warmup)])
         finally:
             shutil.rmtree(run["base"], ignore_errors=True)
-        results[str(size)] = block
+
+    results = common.run_size_workers(__file__, sizes, ["--seed", str(args.seed), "--queries", str(args.queries),
+                                                        "--warmup", str(args.warmup)], args.profile,
+                                      after=search_only_child)
     largest = max(sizes)
     document: dict[str, object] = {
         "benchmark": "search",
@@ -245,39 +231,17 @@ class Floor:
 
 
 def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profile: str | None) -> dict[str, object]:
-    import random
-
     from django.db import connection
 
     from memory.catalog import fts
-    from memory.domain.enums import EventOp, Origin, Scope
-    from memory.domain.models import ScopeRef
-    from memory.models import CatalogEntry, Event
+    from memory.domain.enums import EventOp
+    from memory.models import Event
     from memory.services import recall as recall_service
-    from memory.services.catalog import ReindexInput, catalog_reindex
-    from memory.services.inputs import Caller, Selector
     from memory.services.recall import SearchInput, memory_search
-    from memory.services.resolution import resolve
     from memory.services.scopes import visible_refs
 
-    caller = Caller(origin=Origin.CLI, cwd=env.workspace)
-    resolved = resolve(Selector(), caller, create_workspace=True)
-    ref = ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)
-    root = resolved.root(ref)
-
-    # Prefill (not timed): the files, then one reindex.
-    common.log(f"N={size}: writing {size} memory files to {root}")
-    started = time.perf_counter()
-    paths = common.write_prose_memories(root, size, common.ProseWords(seed), random.Random(seed + 2))
-    write_s = time.perf_counter() - started
-    total_bytes = sum(path.stat().st_size for path in paths)
-    del paths
-    common.log(f"N={size}: files written in {write_s:.1f} s; reindexing")
-    started = time.perf_counter()
-    report = catalog_reindex(data=ReindexInput.parse({}), caller=caller)
-    reindex_s = time.perf_counter() - started
-    indexed = CatalogEntry.objects.filter(root_key=ref.root_key, is_system=False).count()
-    common.log(f"N={size}: reindex {reindex_s:.1f} s, {indexed} rows")
+    home = common.prefill(env, size, seed)  # not timed: the files, then one reindex
+    caller, resolved = home.caller, home.resolved
 
     timed, warm = queries_for(size, seed, count, warmup)
     root_keys = [r.root_key for r in visible_refs(SearchInput.parse({"query": "x"}), resolved)]
@@ -364,9 +328,9 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
     p95_ratio = product_sum["p95_ms"] / floor_sum["p95_ms"]
     return {
         "memories": size,
-        "prefill": {"write_files_s": round(write_s, 2), "reindex_s": round(reindex_s, 2),
-                    "seconds": round(write_s + reindex_s, 2), "catalog_rows": indexed, "files": report.files,
-                    "total_bytes": total_bytes},
+        "prefill": {"write_files_s": round(home.write_s, 2), "reindex_s": round(home.reindex_s, 2),
+                    "seconds": round(home.write_s + home.reindex_s, 2), "catalog_rows": home.catalog_rows,
+                    "files": home.files, "total_bytes": home.total_bytes},
         "queries": {
             "timed": len(timed),
             "warmup": len(warm),

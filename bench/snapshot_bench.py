@@ -30,7 +30,6 @@ text at a new generation.
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from pathlib import Path
@@ -97,43 +96,32 @@ def worker(env: common.Env, size: int, seed: int, cold: int, cached: int, profil
 
     from memory.catalog.indexer import advance_generation, current_generation
     from memory.domain.document import render_document
-    from memory.domain.enums import MemoryType, Origin, Scope
+    from memory.domain.enums import MemoryType, Scope
     from memory.domain.models import Frontmatter, Provenance, ScopeRef
-    from memory.models import CatalogEntry, Snapshot
+    from memory.models import Snapshot
     from memory.services import snapshots
-    from memory.services.catalog import ReindexInput, catalog_reindex
-    from memory.services.inputs import Caller, Selector
     from memory.services.memories import WriteInput, memory_write
-    from memory.services.resolution import resolve
     from memory.services.snapshots import SnapshotInput, snapshot_assemble
     from memory.sessions.snapshot import CHECKPOINT_FILENAME
 
-    caller = Caller(origin=Origin.CLI, cwd=env.workspace)
-    resolved = resolve(Selector(), caller, create_workspace=True)
-    workspace_ref = ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)
-    workspace_root = resolved.root(workspace_ref)
-    global_root = resolved.root(ScopeRef(scope=Scope.GLOBAL))
+    def write(home: common.Prefill) -> list[Path]:
+        """N workspace memories, GLOBAL_MEMORIES global ones (half user, half feedback), the checkpoint."""
+        global_root = home.resolved.root(ScopeRef(scope=Scope.GLOBAL))
+        paths = common.write_prose_memories(home.root, size, home.words, home.rng)
+        paths += common.write_prose_memories(global_root, GLOBAL_MEMORIES // 2, home.words, home.rng,
+                                             memory_type="user", scope="global")
+        paths += common.write_prose_memories(global_root, GLOBAL_MEMORIES - GLOBAL_MEMORIES // 2, home.words,
+                                             home.rng, memory_type="feedback", scope="global")
+        checkpoint_body = "\n".join(" ".join(home.words.words(12)).capitalize() + "." for _ in range(20))
+        checkpoint = Frontmatter(name="checkpoint summary", description="Machine-maintained continuity context.",
+                                 type=MemoryType.PROJECT, scope=Scope.WORKSPACE,
+                                 provenance=Provenance(created_at="2024-01-01T00:00:00Z",
+                                                       updated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
+        (home.root / CHECKPOINT_FILENAME).write_text(render_document(checkpoint, checkpoint_body), "utf-8")
+        return [*paths, home.root / CHECKPOINT_FILENAME]
 
-    common.log(f"N={size}: writing {size} workspace and {GLOBAL_MEMORIES} global memory files")
-    started = time.perf_counter()
-    words = common.ProseWords(seed)
-    rng = random.Random(seed + 2)
-    common.write_prose_memories(workspace_root, size, words, rng)
-    common.write_prose_memories(global_root, GLOBAL_MEMORIES // 2, words, rng, memory_type="user", scope="global")
-    common.write_prose_memories(global_root, GLOBAL_MEMORIES - GLOBAL_MEMORIES // 2, words, rng,
-                                memory_type="feedback", scope="global")
-    checkpoint_body = "\n".join(" ".join(words.words(12)).capitalize() + "." for _ in range(20))
-    checkpoint = Frontmatter(name="checkpoint summary", description="Machine-maintained continuity context.",
-                             type=MemoryType.PROJECT, scope=Scope.WORKSPACE,
-                             provenance=Provenance(created_at="2024-01-01T00:00:00Z",
-                                                   updated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
-    (workspace_root / CHECKPOINT_FILENAME).write_text(render_document(checkpoint, checkpoint_body), "utf-8")
-    write_s = time.perf_counter() - started
-    started = time.perf_counter()
-    report = catalog_reindex(data=ReindexInput.parse({}), caller=caller)
-    reindex_s = time.perf_counter() - started
-    catalog_rows = CatalogEntry.objects.filter(is_system=False).count()
-    common.log(f"N={size}: prefill {write_s:.1f} s + reindex {reindex_s:.1f} s")
+    home = common.prefill(env, size, seed, write)
+    caller, words = home.caller, home.words
 
     profiler = None
     if profile:
@@ -235,8 +223,8 @@ def worker(env: common.Env, size: int, seed: int, cold: int, cached: int, profil
     expected_true = [key for key, value in checks.items() if isinstance(value, bool)]
     return {
         "memories": {"workspace": size, "global": GLOBAL_MEMORIES, "checkpoint_file": str(CHECKPOINT_FILENAME)},
-        "prefill": {"write_files_s": round(write_s, 2), "reindex_s": round(reindex_s, 2), "files": report.files,
-                    "catalog_rows": catalog_rows},
+        "prefill": {"write_files_s": round(home.write_s, 2), "reindex_s": round(home.reindex_s, 2),
+                    "files": home.files, "catalog_rows": home.catalog_rows},
         "snapshot": {"bytes": len(text.encode()), "entries": len(cold_result.entries),
                      "lines": text.count("\n"), "stored_snapshots": Snapshot.objects.count(),
                      "generation_at_end": current_generation()},

@@ -1,35 +1,61 @@
-"""A live `compozy serve` for tests: loopback TCP on a free port and the Unix socket, its output in a log file,
-stopped by its pid (serve stops its gunicorn and task-cluster children before it exits)."""
+"""A live `compozy serve` for tests and benchmarks: loopback TCP on a free port and the Unix socket, its output in
+a log file, stopped by pid (serve stops its gunicorn and task-cluster children; any of them still alive after it
+exits is ended by the pid recorded at start).
+
+This module is the one implementation for both: the benchmarks (bench/api_bench.py) import it as `tests.live`.
+It has no import-time effects, so it must not import tests.conftest (which points COMPOZY_HOME elsewhere).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import socket
 import subprocess
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
-from tests.conftest import COMPOZY
-
+# The console script of the venv running this process (tests.conftest.COMPOZY is the same path).
+COMPOZY = str(Path(sys.executable).parent / "compozy")
 SIGNIN_LINE = re.compile(r"Sign in to the inspector \(one-time link, valid 24 h\): (\S+)")
 
 
 def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (loopback only)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
 def service_env(home: Path) -> dict[str, str]:
-    """The test process's environment without its own COMPOZY_* settings, pointed at `home`."""
+    """This process's environment without its own COMPOZY_* settings, pointed at `home`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
     env["COMPOZY_HOME"] = str(home)
     return env
+
+
+def _descendants(pid: int) -> list[int]:
+    """The pids below `pid` now, from /proc (Linux), depth first."""
+    found: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            children = [int(part) for part in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+        for child in children:
+            found.append(child)
+            found.extend(_descendants(child))
+    return found
 
 
 @dataclass
@@ -38,7 +64,8 @@ class LiveServe:
     port: int
     home: Path
     log: Path
-    signin_link: str
+    signin_link: str = ""
+    children: list[int] = field(default_factory=list)  # pids started by serve, recorded once it answered
 
     @property
     def base_url(self) -> str:
@@ -48,39 +75,68 @@ class LiveServe:
     def socket_path(self) -> Path:
         return self.home / "run" / "compozy.sock"
 
+    @property
+    def token(self) -> str:
+        return (self.home / "token").read_text().strip()
+
     def output(self) -> str:
-        return self.log.read_text(errors="replace")
+        try:
+            return self.log.read_text("utf-8", "replace")
+        except OSError:
+            return ""
 
 
 def start_serve(home: Path, cwd: Path, log: Path, *, cluster: bool = False, timeout_s: float = 60.0) -> LiveServe:
-    """Start `compozy serve` and wait until /healthz answers, the socket exists and the sign-in link is printed."""
+    """Start `compozy serve` (cwd, COMPOZY_HOME = home and no other COMPOZY_* variable) and wait until /healthz
+    answers over TCP, the socket exists and the sign-in link is printed. Its stdout and stderr go to `log`."""
     port = free_port()
     args = [COMPOZY, "serve", "--bind", f"127.0.0.1:{port}"] + ([] if cluster else ["--no-cluster"])
+    env = service_env(home)
+    env.pop("DJANGO_SETTINGS_MODULE", None)  # a benchmark sets it for itself; serve chooses its own
     with log.open("wb") as out:
-        process = subprocess.Popen(args, cwd=cwd, env=service_env(home), stdout=out, stderr=subprocess.STDOUT)
-    server = LiveServe(process, port, home, log, "")
+        process = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    server = LiveServe(process, port, home, log)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"compozy serve exited with {process.returncode}:\n{server.output()}")
-        found = SIGNIN_LINE.search(server.output())
-        server.signin_link = found.group(1) if found else ""
-        try:
-            healthy = httpx.get(f"{server.base_url}/healthz", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            healthy = False
-        if healthy and server.signin_link and server.socket_path.exists():
-            return server
-        time.sleep(0.2)
-    stop_serve(server)
-    raise RuntimeError(f"compozy serve did not come up on {server.base_url}:\n{server.output()}")
-
-
-def stop_serve(server: LiveServe) -> int | None:
-    if server.process.poll() is None:
-        server.process.send_signal(signal.SIGTERM)
     try:
-        return server.process.wait(timeout=30)
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"compozy serve exited with {process.returncode}:\n{server.output()}")
+            found = SIGNIN_LINE.search(server.output())
+            server.signin_link = found.group(1) if found else ""
+            try:
+                healthy = httpx.get(f"{server.base_url}/healthz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                healthy = False
+            if healthy and server.signin_link and server.socket_path.exists():
+                server.children = _descendants(process.pid)
+                return server
+            time.sleep(0.2)
+        raise RuntimeError(f"compozy serve did not come up on {server.base_url}:\n{server.output()}")
+    except BaseException:
+        stop_serve(server)
+        raise
+
+
+def stop_serve(server: LiveServe, *, timeout_s: float = 30.0) -> int | None:
+    """SIGTERM to the serve process (it stops its children), then SIGKILL by pid to whatever it started that is
+    still alive. Returns the serve process's exit code."""
+    process = server.process
+    pids = list(dict.fromkeys([*server.children, *_descendants(process.pid)]))
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        server.process.kill()
-        return server.process.wait(timeout=10)
+        process.kill()
+        process.wait(timeout=10)
+    for pid in pids:
+        # Only pids recorded as this server's descendants, and only while they still look like ours.
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"gunicorn" in cmdline or b"compozy" in cmdline or b"qcluster" in cmdline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    return process.returncode
