@@ -268,7 +268,8 @@ class InProcess:
         self._search, self._show = memory_search, memory_show
         self._search_input, self._show_input = SearchInput, ShowInput
 
-    def call(self, verb: str, item: str, serialization: list[float] | None = None) -> tuple[float, int, str, int | None]:
+    def call(self, verb: str, item: str,
+             serialization: list[float] | None = None) -> tuple[float, int, str, int | None]:
         from memory.domain.errors import MemoryError_
 
         started = time.perf_counter()
@@ -472,7 +473,8 @@ def run(env: common.Env, args: argparse.Namespace) -> tuple[dict[str, Any], Live
         raise
 
 
-def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup, Event, EventOp):  # noqa: ANN001, ANN202, N803, PLR0913
+def _measure(env, args, server, pool, make_clients, workspace, items, ref, setup,  # noqa: ANN001, ANN202, PLR0913
+             Event, EventOp):  # noqa: N803
     from django.db.models import Q
 
     variants = ["tcp", "uds", "in_process"]

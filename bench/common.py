@@ -227,7 +227,8 @@ def _git() -> dict[str, object]:
     def out(*args: str) -> str:
         try:
             # Only trailing newlines go: porcelain status lines start with a meaningful space.
-            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.rstrip("\n")
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=10).stdout.rstrip("\n")
         except (OSError, subprocess.SubprocessError):
             return ""
 

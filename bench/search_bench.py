@@ -320,7 +320,8 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
         common.dump_profile(profiler, profile, f"the timed product calls at N={size}")
 
     product_s, bare_s, floor_s = times["product"], times["no_signals"], times["floor"]
-    product_sum, bare_sum, floor_sum = common.timing_summary(product_s), common.timing_summary(bare_s), common.timing_summary(floor_s)
+    product_sum, bare_sum, floor_sum = (common.timing_summary(product_s), common.timing_summary(bare_s),
+                                        common.timing_summary(floor_s))
     differences = [a - b for a, b in zip(product_s, bare_s, strict=True)]
     worker_rss = common.peak_rss_mb()
 
@@ -336,8 +337,8 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
             "warmup": len(warm),
             "with_typo": sum(query.typo for query in timed),
             "with_unknown_terms_trigram_4grams": sum(bool(plan["unknown"]) for plan in plans),
-            "typo_queries_with_unknown_terms": sum(bool(plan["unknown"]) for query, plan in zip(timed, plans, strict=True)
-                                                   if query.typo),
+            "typo_queries_with_unknown_terms": sum(bool(plan["unknown"])
+                                                   for query, plan in zip(timed, plans, strict=True) if query.typo),
             "trivial": sum(bool(plan["trivial"]) for plan in plans),
             "mean_terms": round(sum(plan["terms"] for plan in plans) / len(plans), 2),
             "mean_results_returned": round(sum(result_counts) / max(1, len(result_counts)), 2),

@@ -145,7 +145,8 @@ def _product_version() -> str:
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Compozy Memory API",
-    "DESCRIPTION": "Durable, auditable memory for AI coding agents. Bodies are the documents the CLI prints with -o json.",
+    "DESCRIPTION": ("Durable, auditable memory for AI coding agents. "
+                    "Bodies are the documents the CLI prints with -o json."),
     "VERSION": _product_version(),
     # 3.1: its schemas are JSON Schema 2020-12, the dialect pydantic writes (`{"type": "null"}` and all).
     "OAS_VERSION": "3.1.0",

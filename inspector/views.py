@@ -236,7 +236,8 @@ def _decision_page(request: HttpRequest, result: dict[str, Any]) -> HttpResponse
 @require_http_methods(["GET", "POST"])
 def memory_create(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
-        return render(request, "inspector/memory_form.html", {"form": _fields(request.GET, *WRITE_FIELDS), **_choices()})
+        form = _fields(request.GET, *WRITE_FIELDS)
+        return render(request, "inspector/memory_form.html", {"form": form, **_choices()})
     form = _fields(request.POST, *WRITE_FIELDS)
     try:
         result = memories.memory_write(data=memories.WriteInput.parse(form), caller=CALLER)
@@ -376,7 +377,8 @@ def _dream_workspace(source: Any) -> dict[str, Any]:
     return chosen
 
 
-def _dreaming_page(request: HttpRequest, chosen: dict[str, Any], extra: dict[str, Any], status: int = 200) -> HttpResponse:
+def _dreaming_page(request: HttpRequest, chosen: dict[str, Any], extra: dict[str, Any],
+                   status: int = 200) -> HttpResponse:
     context: dict[str, Any] = {"chosen": chosen, **_choices(), **extra}
 
     def produce() -> dict[str, Any]:

@@ -74,7 +74,8 @@ class Cli:
         command = (program or [COMPOZY]) + list(args)
         proc = subprocess.run(command, cwd=cwd or self.cwd, env=self.env(**env), input=input,
                               capture_output=True, timeout=120)
-        return CliResult(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
+        return CliResult(proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                         proc.stderr.decode("utf-8", "replace"))
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ def _create(table: str, tokenizer: str) -> list[str]:
         f"CREATE VIRTUAL TABLE {table} USING fts5(name, description, body, content='memory_chunks', "
         f"content_rowid='id', tokenize=\"{tokenizer}\")",
         f"CREATE TRIGGER {table}_ai AFTER INSERT ON memory_chunks BEGIN "
-        f"INSERT INTO {table}(rowid, name, description, body) VALUES (new.id, new.name, new.description, new.body); END",
+        f"INSERT INTO {table}(rowid, name, description, body) "
+        f"VALUES (new.id, new.name, new.description, new.body); END",
         f"CREATE TRIGGER {table}_ad AFTER DELETE ON memory_chunks BEGIN "
         f"INSERT INTO {table}({table}, rowid, name, description, body) "
         f"VALUES ('delete', old.id, old.name, old.description, old.body); END",
@@ -21,13 +22,15 @@ def _create(table: str, tokenizer: str) -> list[str]:
         f"CREATE TRIGGER {table}_au AFTER UPDATE OF name, description, body ON memory_chunks BEGIN "
         f"INSERT INTO {table}({table}, rowid, name, description, body) "
         f"VALUES ('delete', old.id, old.name, old.description, old.body); "
-        f"INSERT INTO {table}(rowid, name, description, body) VALUES (new.id, new.name, new.description, new.body); END",
+        f"INSERT INTO {table}(rowid, name, description, body) "
+        f"VALUES (new.id, new.name, new.description, new.body); END",
     ]
 
 
 CREATE_SQL = _create(UNICODE_TABLE, "unicode61 remove_diacritics 2") + _create(TRIGRAM_TABLE, "trigram")
 DROP_SQL = [
-    f"DROP TRIGGER IF EXISTS {table}_{suffix}" for table in (UNICODE_TABLE, TRIGRAM_TABLE) for suffix in ("ai", "ad", "au")
+    f"DROP TRIGGER IF EXISTS {table}_{suffix}"
+    for table in (UNICODE_TABLE, TRIGRAM_TABLE) for suffix in ("ai", "ad", "au")
 ] + [f"DROP TABLE IF EXISTS {table}" for table in (UNICODE_TABLE, TRIGRAM_TABLE)]
 
 

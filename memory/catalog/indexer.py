@@ -119,7 +119,8 @@ def entry_row(ref: ScopeRef, disk: DiskFile, document: Document) -> Row:
 
 
 _INSERT_ENTRY = (
-    f"INSERT INTO memory_catalog_entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('%s' for _ in ENTRY_COLUMNS)}) "
+    f"INSERT INTO memory_catalog_entries ({', '.join(ENTRY_COLUMNS)}) "
+    f"VALUES ({', '.join('%s' for _ in ENTRY_COLUMNS)}) "
     f"ON CONFLICT(root_key, filename) DO UPDATE SET "
     + ", ".join(f"{c} = excluded.{c}" for c in ENTRY_COLUMNS if c not in ("root_key", "filename"))
     + " RETURNING id"
@@ -146,7 +147,8 @@ def upsert_rows(rows: Sequence[Row]) -> list[tuple[str, str] | None]:
             root_key, filename = row.values[0], row.values[_FILENAME]
             cursor.execute(
                 "SELECT c.name, c.description, c.body FROM memory_catalog_entries e "
-                "JOIN memory_chunks c ON c.entry_id = e.id WHERE e.root_key = %s AND e.filename = %s ORDER BY c.ordinal",
+                "JOIN memory_chunks c ON c.entry_id = e.id WHERE e.root_key = %s AND e.filename = %s "
+                "ORDER BY c.ordinal",
                 [root_key, filename],
             )
             existing = cursor.fetchall()
@@ -259,7 +261,8 @@ def derivation_current() -> bool:
 def mark_derivation_current() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO memory_state (key, value) VALUES (%s, %s) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            "INSERT INTO memory_state (key, value) VALUES (%s, %s) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [DERIVATION_KEY, CATALOG_DERIVATION],
         )
 

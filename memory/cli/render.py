@@ -185,7 +185,8 @@ def human_history(document: dict[str, Any]) -> str:
         return "No history."
     page = document.get("page") or {}
     footer = f"; next page: --cursor {page['next_cursor']}" if page.get("has_more") else ""
-    return table(rows, ["time", "operation", "file", "scope", "actor"]) + (f"\n{len(rows)} shown{footer}" if footer else "")
+    shown = f"\n{len(rows)} shown{footer}" if footer else ""
+    return table(rows, ["time", "operation", "file", "scope", "actor"]) + shown
 
 
 def human_health(document: dict[str, Any]) -> str:

@@ -112,7 +112,8 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
         target = candidate.target_filename or ""
         if target:
             # A hand edit of the target since the last reindex is recorded first, so prior_content is true.
-            invalid = invalid_reason(root, target) if dry_run else reconcile_file(candidate.ref, root, target).invalid_reason
+            invalid = (invalid_reason(root, target) if dry_run
+                       else reconcile_file(candidate.ref, root, target).invalid_reason)
             if invalid:
                 raise Conflict(
                     f"{target} on disk is not a valid memory file ({invalid}); it is never overwritten. "

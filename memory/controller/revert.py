@@ -33,7 +33,8 @@ def revert_decision(decision_id: str, *, origin: Origin, session_id: str, config
                 details={"decision_id": decision_id, "op": op.value, "reason": "not_revertible"},
             )
         if original.applied_at is None:
-            raise Conflict(f"{decision_id} has not been applied yet.", details={"decision_id": decision_id, "reason": "unapplied"})
+            raise Conflict(f"{decision_id} has not been applied yet.",
+                           details={"decision_id": decision_id, "reason": "unapplied"})
         ref = ref_from_row(original.scope, original.workspace_id, original.agent_name, original.agent_tier)
         root = resolve_root(ref)
         if root is None:

@@ -191,7 +191,8 @@ def _ambiguous(candidate: Candidate, targets: list[Target], trace: list[dict[str
             llm_trace["status"] = "timeout"
         else:
             answer = TiebreakerAnswer.model_validate(json.loads(raw))
-            if answer.op == "update" and answer.target_id not in names or answer.op != "update" and answer.target_id is not None and answer.target_id not in names:
+            if (answer.op == "update" and answer.target_id not in names
+                    or answer.op != "update" and answer.target_id is not None and answer.target_id not in names):
                 llm_trace["status"] = "invented_target"
                 answer = None
             else:

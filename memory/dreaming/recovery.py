@@ -50,7 +50,8 @@ def recover_interrupted_runs(now: datetime | None = None) -> list[str]:
                 run.recovered = True
                 if decision is not None:
                     run.decision_id, run.decision_op = decision.id, decision.op
-                fail(run, RunStep(run.step) if run.step else None, f"the process running it stopped during the {run.step or 'start'} step before its "
+                fail(run, RunStep(run.step) if run.step else None,
+                     f"the process running it stopped during the {run.step or 'start'} step before its "
                                 "decision was durable", root=root)
         finally:
             release(run.workspace_id, run.owner)

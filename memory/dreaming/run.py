@@ -256,7 +256,8 @@ def _same_day_union(run: Consolidation, filename: str) -> list[dict[str, Any]]:
 def _decision_of(run: Consolidation) -> Decision | None:
     if not run.candidate_hash:
         return None
-    return (Decision.objects.filter(candidate_hash=run.candidate_hash, root_key=workspace_ref(run.workspace_id).root_key,
+    return (Decision.objects.filter(candidate_hash=run.candidate_hash,
+                                    root_key=workspace_ref(run.workspace_id).root_key,
                                     decided_at__gte=run.started_at)
             .order_by("-decided_at", "-id").first())
 

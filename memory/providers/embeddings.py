@@ -161,7 +161,8 @@ def _rows(data: Any, count: int) -> list[list[float]]:
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count or rows[index] is not None:
             raise EmbedderError("embedding answer has a missing, repeated or out-of-range index")
         if (not isinstance(vector, list) or not vector
-                or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in vector)):
+                or not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                           for x in vector)):
             raise EmbedderError("embedding answer has an embedding that is not a list of finite numbers")
         if size is not None and len(vector) != size:
             raise EmbedderError("embedding answer mixes vector sizes")

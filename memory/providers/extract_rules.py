@@ -253,7 +253,8 @@ RULES: tuple[Rule, ...] = (
 # "no, it's 5433", "actually, it's helix", "correction: 5433", "I meant yarn". A correction that is a whole
 # statement of its own ("actually my editor is helix") is read by the rules above; one that only gives the new
 # value takes its slot from the latest statement before it, so the memory it corrects is the one updated.
-_COPULA = r"(?:it's|it is|its|that's|that is|they're|they are|it should be|it's actually|it was|make it|use|we use|i use)"
+_COPULA = (r"(?:it's|it is|its|that's|that is|they're|they are|it should be|it's actually|it was|make it|use|we use"
+           r"|i use)")
 _CORRECTION = re.compile(
     r"^(?:no|nope|nah|wrong|not quite|actually|sorry|oops|wait)\b[\s,.:;!-]*" + _COPULA + r"\s+(?P<value>\S.*)$"
     r"|^correction\s*[:,-]\s*(?:" + _COPULA + r"\s+)?(?P<fixed>\S.*)$"
@@ -380,7 +381,8 @@ def extract(turns: Iterable[Turn], *, context: Iterable[Turn] = (),
         slots: set[tuple[str, str]] = set()
         for sentence in sentences(turn):
             read = _read_sentence(sentence, previous) if is_user and len(slots) < MAX_PER_TURN else None
-            if read is not None and (read.entity, read.attribute) not in slots and policy_violation(read.content) is None:
+            if (read is not None and (read.entity, read.attribute) not in slots
+                    and policy_violation(read.content) is None):
                 slots.add((read.entity, read.attribute))
                 if new:
                     proposals.append(Proposal(read.kind, read.type, read.content, (turn.seq,), read.entity,

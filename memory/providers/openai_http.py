@@ -131,7 +131,8 @@ class OpenAICompatibleProvider:
         request = urllib.request.Request(
             f"{self.base_url}/chat/completions",
             data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})},
+            headers={"Content-Type": "application/json",
+                     **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})},
             method="POST",
         )
         # The socket timeout bounds each wait; the deadline bounds the whole answer, so a server that trickles

@@ -237,7 +237,8 @@ def _signals(candidates: list[RecallCandidate]) -> dict[tuple[str, str], float]:
     with connection.cursor() as cursor:
         # One JSON parameter keeps the statement's text fixed, so SQLite prepares it once per connection.
         cursor.execute("SELECT s.root_key, s.filename, s.recall_score FROM json_each(%s) AS pair "
-                       "JOIN memory_recall_signals s ON s.root_key = pair.value ->> 0 AND s.filename = pair.value ->> 1",
+                       "JOIN memory_recall_signals s "
+                       "ON s.root_key = pair.value ->> 0 AND s.filename = pair.value ->> 1",
                        [pairs])
         return {(root_key, filename): score for root_key, filename, score in cursor.fetchall()}
 
@@ -423,7 +424,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
             "trigram": round(weights.trigram * _rank_score(candidate.trigram_rank, k), 6),
             "semantic": round(weights.semantic * _rank_score(candidate.semantic_rank, k), 6),
             "recency": round(weights.recency * 0.5 ** (age_days / settings.recency_half_life_days), 6),
-            "signal": round(weights.signal * signals.get((candidate.row["root_key"], candidate.row["filename"]), 0.0), 6),
+            "signal": round(weights.signal * signals.get((candidate.root_key, candidate.filename), 0.0), 6),
         }
         candidate.score = round(sum(candidate.parts.values()), 6)
 

@@ -131,7 +131,8 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
     done = 0
     with exclusive(resolved.config):
         for ref, root in roots:
-            report = reindex_root(ref, root, include_system=data.include_system, rebuild=data.rebuild, progress=progress,
+            report = reindex_root(ref, root, include_system=data.include_system, rebuild=data.rebuild,
+                                  progress=progress,
                                   done_before=done, total=total)
             done += report.files
             reports.append(ReindexRoot(**report.__dict__))

@@ -83,7 +83,8 @@ def decision_list(*, data: DecisionListInput, caller: Caller) -> DecisionList:
     since = parse_since(data.since)
     if since is not None:
         queryset = queryset.filter(decided_at__gte=since)
-    binding = {"filename": data.filename, "op": data.op, "origin": data.origin, "since": data.since, "scope": data.scope,
+    binding = {"filename": data.filename, "op": data.op, "origin": data.origin, "since": data.since,
+               "scope": data.scope,
                "agent": data.agent_name, "tier": data.agent_tier, "workspace": _resolved.workspace_id}
     rows, page = page_of(
         queryset.order_by("-decided_at", "-id").defer("post_content", "prior_content"),

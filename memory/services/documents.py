@@ -37,5 +37,6 @@ def document_get(root: Path, filename: str, ref: ScopeRef) -> StoredDocument:
     """As document_find; a missing file is NotFound in the ref's scope."""
     found = document_find(root, filename)
     if found is None:
-        raise NotFound(f"No memory {filename} in {ref.label} scope.", details={"filename": filename, "scope": ref.label})
+        raise NotFound(f"No memory {filename} in {ref.label} scope.",
+                       details={"filename": filename, "scope": ref.label})
     return found

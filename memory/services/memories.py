@@ -107,7 +107,8 @@ def memory_show(*, data: ShowInput, caller: Caller) -> MemoryShow:
     stored = document_get(root, filename, ref)
     disk = DiskFile(filename, stored.text, sha256_text(stored.text), stored.size, stored.mtime_ns)
     fields = entry_fields(ref, disk, stored.document)
-    banner = staleness_banner(fields["updated_at"], utc_now(), resolved.config.memory.recall.freshness.banner_after_days)
+    banner = staleness_banner(fields["updated_at"], utc_now(),
+                              resolved.config.memory.recall.freshness.banner_after_days)
     return MemoryShow(memory=MemoryDetail(summary=memory_summary_from_fields(fields), content=stored.document.body,
                                           path=str(root / filename), banner=banner))
 

@@ -226,7 +226,8 @@ def _batch(data: ProposeInput, selectors: dict[str, Any], caller: Caller) -> Pro
             name=data.name or (current.frontmatter.name if current else slug),
             description=data.description or (current.frontmatter.description if current else ""),
             type=memory_type, scope=ref.scope, agent=ref.agent_name or None, agent_tier=ref.agent_tier,
-            provenance=current.frontmatter.provenance.model_dump() if current and current.frontmatter.provenance else None,
+            provenance=(current.frontmatter.provenance.model_dump()
+                        if current and current.frontmatter.provenance else None),
         )
         candidate = Candidate(ref=ref, origin=caller.origin, kind=RequestKind.WRITE, frontmatter=front, body=body,
                               target_filename=filename, named_target=True, session_id=caller.session_id,

@@ -50,7 +50,8 @@ def resolve_ref(selector: Selector, memory_type: MemoryType | None, resolved: Re
     agent = ""
     if scope is Scope.AGENT:
         if not selector.agent_name:
-            raise ScopeInvalid("Scope agent needs agent_name.", details={"field": "agent_name", "reason": "agent_required"})
+            raise ScopeInvalid("Scope agent needs agent_name.",
+                               details={"field": "agent_name", "reason": "agent_required"})
         agent = validate_agent_name(selector.agent_name)
         tier = selector.agent_tier or AgentTier.WORKSPACE
     elif selector.agent_name or selector.agent_tier:
@@ -80,7 +81,8 @@ def visible_refs(selector: Selector, resolved: Resolved) -> list[ScopeRef]:
     if selector.scope is not None:
         return [resolve_ref(selector, None, resolved)]
     if selector.agent_tier and not selector.agent_name:
-        raise ScopeInvalid("agent_tier needs agent_name.", details={"field": "agent_name", "reason": "tier_without_agent"})
+        raise ScopeInvalid("agent_tier needs agent_name.",
+                           details={"field": "agent_name", "reason": "tier_without_agent"})
     refs = [ScopeRef(scope=Scope.GLOBAL)]
     ws = resolved.workspace_id
     if ws:

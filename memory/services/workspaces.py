@@ -24,4 +24,5 @@ class WorkspaceList(Result):
 
 def workspace_list(*, data: WorkspaceListInput, caller: Caller) -> WorkspaceList:
     rows = Workspace.objects.order_by("path", "id").values_list("id", "path", "last_seen_at")
-    return WorkspaceList(workspaces=[WorkspaceItem(id=id_, path=path, last_seen_at=iso(seen)) for id_, path, seen in rows])
+    return WorkspaceList(workspaces=[WorkspaceItem(id=id_, path=path, last_seen_at=iso(seen))
+                                     for id_, path, seen in rows])

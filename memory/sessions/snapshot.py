@@ -94,7 +94,8 @@ def index_section(ref: ScopeRef, root: Path, config: Config, now: datetime) -> t
     return f'<compozy_memory_index scope="{_scope_label(ref)}">\n{body}</compozy_memory_index>', injected
 
 
-def recall_section(outcome: Recall, config: Config, now: datetime, refs: dict[str, ScopeRef]) -> tuple[str, list[Injected]]:
+def recall_section(outcome: Recall, config: Config, now: datetime,
+                   refs: dict[str, ScopeRef]) -> tuple[str, list[Injected]]:
     banner_days = config.memory.recall.freshness.banner_after_days
     blocks = [block(c, staleness_banner(c.updated_at, now, banner_days)) for c in outcome.winners]
     injected = [Injected(refs[c.root_key], c.filename, "recall") for c in outcome.winners]

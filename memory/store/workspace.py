@@ -62,7 +62,8 @@ def _read_identity(directory: Path, path: Path) -> WorkspaceIdentity:
         raise ValidationError(f"{path} cannot be read: {exc.strerror}", details=details) from None
     workspace_id = data.get("workspace_id")
     if not isinstance(workspace_id, str) or not is_ulid(workspace_id):
-        raise ValidationError(f"{path}: workspace_id must be a 26-character ULID.", details={**details, "key": "workspace_id"})
+        raise ValidationError(f"{path}: workspace_id must be a 26-character ULID.",
+                              details={**details, "key": "workspace_id"})
     unknown = set(data) - {"workspace_id", "created_at", "realpath_at_creation"}
     if unknown:
         raise ValidationError(
@@ -71,10 +72,12 @@ def _read_identity(directory: Path, path: Path) -> WorkspaceIdentity:
     try:
         created_at = parse_timestamp(data.get("created_at"))
     except ValueError:
-        raise ValidationError(f"{path}: created_at must be an RFC 3339 timestamp.", details={**details, "key": "created_at"}) from None
+        raise ValidationError(f"{path}: created_at must be an RFC 3339 timestamp.",
+                              details={**details, "key": "created_at"}) from None
     realpath = data.get("realpath_at_creation")
     if not isinstance(realpath, str) or not realpath:
-        raise ValidationError(f"{path}: realpath_at_creation is missing.", details={**details, "key": "realpath_at_creation"})
+        raise ValidationError(f"{path}: realpath_at_creation is missing.",
+                              details={**details, "key": "realpath_at_creation"})
     return WorkspaceIdentity(workspace_id, directory, created_at, realpath)
 
 

@@ -43,7 +43,8 @@ def read_content(value: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError:
         # Bytes that are not UTF-8 arrive from argv as lone surrogates.
-        raise ValidationError("The input is not valid UTF-8.", details={"field": "content", "reason": "encoding"}) from None
+        raise ValidationError("The input is not valid UTF-8.",
+                              details={"field": "content", "reason": "encoding"}) from None
     return value
 
 

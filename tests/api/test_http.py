@@ -88,7 +88,8 @@ def test_errors_carry_the_status_of_the_code_table(server):
 
 
 BAD_INPUT = [
-    ("malformed json", "POST", "/api/memory", {"content": b"{not json", "headers": {"Content-Type": "application/json"}},
+    ("malformed json", "POST", "/api/memory", {"content": b"{not json",
+                                               "headers": {"Content-Type": "application/json"}},
      "memory.validation"),
     ("wrong content type", "POST", "/api/memory", {"content": b"name=x", "headers": {"Content-Type": "text/plain"}},
      "memory.validation"),
@@ -134,7 +135,8 @@ def test_the_token_file_is_private_and_rotation_invalidates_the_old_token(server
     token_file = server.home / "token"
     assert oct(token_file.stat().st_mode & 0o777) == "0o600"
     old = server.token
-    result = subprocess.run([COMPOZY, "memory", "token", "rotate", "-o", "json"], env=server.env(), cwd=server.workspace,
+    result = subprocess.run([COMPOZY, "memory", "token", "rotate", "-o", "json"], env=server.env(),
+                            cwd=server.workspace,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert server.token != old

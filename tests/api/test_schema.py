@@ -131,7 +131,8 @@ def test_every_live_response_matches_the_schema(server, schema):
         check("post", "/api/memory/decisions/prune", "/api/memory/decisions/prune", json={"dry_run": True})
         check("post", "/api/memory/snapshot", "/api/memory/snapshot", json={"query": "schema routes",
                                                                             "workspace": workspace})
-        check("delete", "/api/memory/project_schema_check.md", "/api/memory/{filename}", params={"workspace": workspace})
+        check("delete", "/api/memory/project_schema_check.md", "/api/memory/{filename}",
+              params={"workspace": workspace})
         check("get", "/api/memory/project_schema_check.md", "/api/memory/{filename}", status=404,
               params={"workspace": workspace})
         check("post", "/api/memory", "/api/memory", status=400, json={"colour": "blue"})

@@ -32,8 +32,8 @@ SUBJECTS = [
 def write_memories(ws: Path, count: int, *, memory_type: str = "project", start: int = 0) -> list[str]:
     names = []
     for index in range(start, start + count):
-        name, body = SUBJECTS[index] if index < len(SUBJECTS) else (f"Topic {index:03d}",
-                                                                        f"Fact number {index:03d} about zq{index:03d}x.")
+        name, body = (SUBJECTS[index] if index < len(SUBJECTS)
+                      else (f"Topic {index:03d}", f"Fact number {index:03d} about zq{index:03d}x."))
         result = h.write(ws, name=name, content=body, type=memory_type)
         names.append(result["decision"]["target_filename"])
     return names
@@ -83,11 +83,13 @@ def status(ws: Path) -> dict[str, Any]:
 
 
 def show(ws: Path, run_id: str) -> dict[str, Any]:
-    return dreams.dream_show(data=dreams.DreamIdInput(run_id=run_id), caller=Caller(origin=Origin.CLI, cwd=ws)).to_json()
+    caller = Caller(origin=Origin.CLI, cwd=ws)
+    return dreams.dream_show(data=dreams.DreamIdInput(run_id=run_id), caller=caller).to_json()
 
 
 def retry(ws: Path, run_id: str) -> dict[str, Any]:
-    return dreams.dream_retry(data=dreams.DreamIdInput(run_id=run_id), caller=Caller(origin=Origin.CLI, cwd=ws)).to_json()
+    caller = Caller(origin=Origin.CLI, cwd=ws)
+    return dreams.dream_retry(data=dreams.DreamIdInput(run_id=run_id), caller=caller).to_json()
 
 
 def stamped() -> list[tuple[str, str]]:

@@ -33,7 +33,8 @@ def chunks(filename: str) -> list[tuple[int, str, str, str, bytes | None, str]]:
 
 def assert_vectors_match_text(rows) -> None:
     assert rows
-    expected = LocalEmbedder().embed([chunk_text(name, description, body) for _o, name, description, body, _v, _m in rows])
+    expected = LocalEmbedder().embed([chunk_text(name, description, body)
+                                      for _o, name, description, body, _v, _m in rows])
     for (_ordinal, _name, _description, _body, vector, model), want in zip(rows, expected, strict=True):
         assert model == model_id() and model.startswith("wordllama")
         assert np.allclose(np.frombuffer(vector, dtype=np.float32), want, atol=1e-6)
@@ -56,7 +57,8 @@ def test_a_write_stores_a_vector_of_each_chunk_with_its_model(ws):
 
 
 def test_an_edit_replaces_the_vectors_and_a_delete_removes_them(ws):
-    filename = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]["target_filename"]
+    filename = h.write(ws, name="Backups",
+                       content="Backups run nightly from the standby.")["decision"]["target_filename"]
     before = chunks(filename)
     h.edit(ws, filename=filename, content="Restores are rehearsed every week on a scratch machine.")
     after = chunks(filename)
@@ -67,7 +69,8 @@ def test_an_edit_replaces_the_vectors_and_a_delete_removes_them(ws):
 
 
 def test_a_revert_brings_back_the_previous_vectors(ws):
-    filename = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]["target_filename"]
+    filename = h.write(ws, name="Backups",
+                       content="Backups run nightly from the standby.")["decision"]["target_filename"]
     original = chunks(filename)
     edited = h.edit(ws, filename=filename, content="Restores are rehearsed every week on a scratch machine.")
     h.revert(ws, edited["decision"]["id"])
@@ -124,7 +127,8 @@ def test_a_write_while_the_embedder_fails_is_kept_without_vectors_until_reindex_
 
 def test_with_the_embedder_turned_off_nothing_is_embedded_and_health_does_not_ask_for_vectors(ws, monkeypatch):
     monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__KIND", "none")
-    filename = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]["target_filename"]
+    filename = h.write(ws, name="Backups",
+                       content="Backups run nightly from the standby.")["decision"]["target_filename"]
     assert [(row[4], row[5]) for row in chunks(filename)] == [(None, "")]
     health = h.health(ws)
     assert health["status"] == "ok" and health["vectors"]["model"] == "" and health["vectors"]["missing"] == 0

@@ -16,7 +16,8 @@ def write(cli, name, description, body, *extra):
 
 
 def seed(cli):
-    write(cli, "Runtime Docs", "Where the runtime docs sit", "The runtime docs sit in docs/runtime; mkdocs renders them.")
+    write(cli, "Runtime Docs", "Where the runtime docs sit",
+          "The runtime docs sit in docs/runtime; mkdocs renders them.")
     write(cli, "Grafana Boards", "Latency dashboards", "Grafana charts request latency per region.",
           "--scope", "global")
 

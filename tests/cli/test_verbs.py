@@ -100,7 +100,8 @@ def test_decision_list_pages_too(cli):
         write(cli, f"Decision {index}", f"Distinct body {index} token{index}q.")
     page = cli("memory", "decisions", "list", "--limit", "2", "-o", "json").json
     assert page["page"]["total"] == 3 and page["page"]["has_more"] is True
-    rest = cli("memory", "decisions", "list", "--limit", "2", "--cursor", page["page"]["next_cursor"], "-o", "json").json
+    rest = cli("memory", "decisions", "list", "--limit", "2", "--cursor", page["page"]["next_cursor"], "-o",
+               "json").json
     assert len(rest["decisions"]) == 1
     assert cli("memory", "decisions", "list", "--op", "add", "--cursor", page["page"]["next_cursor"],
                "-o", "json").json["code"] == "memory.validation"

@@ -89,7 +89,8 @@ def test_an_exact_duplicate_body_elsewhere_is_noop():
 def test_the_same_file_with_a_new_description_is_an_update_not_a_duplicate():
     view = FakeView(("project_runtime_docs.md", "Runtime Docs", "Old description", "Docs are built with fumadocs."))
     assert decide(candidate(), view, RULES).op is Op.UPDATE
-    unchanged = FakeView(("project_runtime_docs.md", "Runtime Docs", "Where docs live", "Docs are built with fumadocs."))
+    unchanged = FakeView(("project_runtime_docs.md", "Runtime Docs", "Where docs live",
+                          "Docs are built with fumadocs."))
     assert decide(candidate(), unchanged, RULES).op is Op.NOOP
 
 
@@ -168,7 +169,8 @@ def test_the_tiebreaker_can_choose_an_offered_target():
     ("answer", "status"),
     [
         ("not json", "invalid_json"),
-        (json.dumps({"op": "update", "target_id": "project_zzz.md", "confidence": 0.9, "reason": "x"}), "invented_target"),
+        (json.dumps({"op": "update", "target_id": "project_zzz.md", "confidence": 0.9, "reason": "x"}),
+         "invented_target"),
         (json.dumps({"op": "merge", "target_id": None, "confidence": 0.9, "reason": "x"}), "invalid_json"),
         (json.dumps({"op": "add", "target_id": None, "confidence": 0.9, "reason": "x", "extra": 1}), "invalid_json"),
         (RuntimeError("boom"), "error"),

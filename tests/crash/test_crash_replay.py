@@ -113,7 +113,8 @@ class Run:
 def setup_memories(run: Run) -> None:
     """Both setup writes in one writer process (through the same service as the CLI) to keep the suite quick."""
     writes = [{"type": "project", "scope": "workspace", **memory} for memory in (BASE, OTHER)]
-    proc = subprocess.run([sys.executable, str(WRITER), "--workspace", str(run.workspace), "--spec", json.dumps(writes)],
+    proc = subprocess.run([sys.executable, str(WRITER), "--workspace", str(run.workspace), "--spec",
+                           json.dumps(writes)],
                           cwd=run.workspace, env=run.cli.env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])

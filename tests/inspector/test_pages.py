@@ -229,7 +229,8 @@ def test_a_stale_memory_shows_the_staleness_banner(browser, ws, workspace_dir):
     old = (timezone.now() - timedelta(days=400)).strftime("%Y-%m-%dT%H:%M:%SZ")
     memory_file(workspace_dir, "project_old_fact.md").parent.mkdir(parents=True, exist_ok=True)
     memory_file(workspace_dir, "project_old_fact.md").write_text(
-        f"---\nname: Old fact\ndescription: Written long ago\ntype: project\nscope: workspace\nprovenance:\n  created_at: '{old}'\n"
+        f"---\nname: Old fact\ndescription: Written long ago\ntype: project\nscope: workspace\nprovenance:\n"
+        f"  created_at: '{old}'\n"
         f"  updated_at: '{old}'\n---\nAn old fact.\n")
     h.reindex(workspace_dir)
     page = page_text(browser.get(f"/inspector/memories/project_old_fact.md?scope=workspace&workspace={ws}"))

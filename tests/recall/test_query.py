@@ -12,7 +12,8 @@ from memory.recall.query import MAX_TERMS, parse_query, stem
 TOKENIZERS = {"words": "unicode61 remove_diacritics 2", "trigrams": "trigram"}
 
 DOCUMENTS = [
-    ("Runtime docs", "Where the runtime docs live", "The runtime documentation is built with mkdocs from docs/runtime."),
+    ("Runtime docs", "Where the runtime docs live",
+     "The runtime documentation is built with mkdocs from docs/runtime."),
     ("Café notes", "Accents", "The café résumé mentions a naïve façade in Ångström units."),
     ("東京", "天気", "東京の天気は晴れです。运行时文档在哪里"),
     ("Документация", "Где живёт", "Документация рантайма живёт в docs/runtime."),
@@ -69,7 +70,8 @@ HOSTILE_QUERIES = {
 def fts():
     connection = sqlite3.connect(":memory:")
     for table, tokenizer in TOKENIZERS.items():
-        connection.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(name, description, body, tokenize=\"{tokenizer}\")")
+        connection.execute(
+            f"CREATE VIRTUAL TABLE {table} USING fts5(name, description, body, tokenize=\"{tokenizer}\")")
         connection.executemany(f"INSERT INTO {table} (name, description, body) VALUES (?, ?, ?)", DOCUMENTS)
     yield connection
     connection.close()

@@ -89,7 +89,8 @@ def same(*outcomes: tuple[bool, dict[str, Any]], ignore: tuple[str, ...] = ()) -
 def test_dream_and_prune_verbs_give_the_same_documents_on_every_surface(server):
     files = seed(server)
     workspace = str(server.workspace)
-    params = StdioServerParameters(command=COMPOZY, args=["mcp", "--session", "dream-parity", "--toolsets", "compozy__memory,compozy__memory_admin"], cwd=workspace,
+    params = StdioServerParameters(command=COMPOZY, args=["mcp", "--session", "dream-parity", "--toolsets",
+                                                          "compozy__memory,compozy__memory_admin"], cwd=workspace,
                                    env={**{k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")},
                                         "COMPOZY_HOME": str(server.home)})
 

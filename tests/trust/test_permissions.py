@@ -32,7 +32,8 @@ def run(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def use_every_file(home: Path, workspace: Path) -> subprocess.CompletedProcess[str]:
     """A write (database, WAL, SHM, locks, secret) and the API token, from real processes under umask 022."""
-    written = run(home, workspace, COMPOZY, "memory", "write", "--type", "project", "--name", "Private Fact", "--description", "A private fact",
+    written = run(home, workspace, COMPOZY, "memory", "write", "--type", "project", "--name", "Private Fact",
+                  "--description", "A private fact",
                   "--content", "Only the owner reads this.", "-o", "json")
     assert written.returncode == 0, written.stderr
     token = run(home, workspace, sys.executable, "-c",

@@ -52,7 +52,7 @@ def test_a_memory_named_in_cjk_is_written_and_a_second_write_of_the_same_name_up
     assert shown["memory"]["summary"]["name"] == "数据库迁移"  # the name itself keeps its script
 
 
-# --- the HTTP surface ---------------------------------------------------------------------------------------------------
+# --- the HTTP surface --------------------------------------------------------------------------------------------
 
 @pytest.fixture
 def client(home, workspace_dir):
