@@ -4,7 +4,7 @@
     .venv/bin/python bench/replay_bench.py --decisions 200
 
 The pending decisions are made the way the controller makes them, minus the apply step: for each new memory,
-`rules.decide` against the root's catalog, `core.build_decision`, then `core.persist_decision` (the durable
+`rules.decide` against the root's catalog, `core.build_decision`, then `decision_log.persist_decision` (the durable
 synchronous=FULL commit). That is exactly the state a writer killed right after `after_decision_commit` leaves
 behind, 1,000 times over. Each decision targets its own new file; every word is unique to one memory, so every
 verdict must be `add` (checked). Then `memory.controller.replay.replay_pending()` is timed, and afterwards the
@@ -50,7 +50,8 @@ def main() -> None:
 
 def run(env: common.Env, count: int, seed: int, profile: str | None) -> dict[str, object]:
     from memory.catalog.queries import RootCatalogView
-    from memory.controller.core import build_decision, persist_decision, rule_settings
+    from memory.controller.core import build_decision, rule_settings
+    from memory.controller.decision_log import persist_decision
     from memory.controller.replay import replay_pending
     from memory.controller.rules import decide
     from memory.domain.enums import MemoryType, Op, Origin, RequestKind, Scope
