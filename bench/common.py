@@ -7,6 +7,7 @@ temp dir the run created.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -106,6 +107,25 @@ def worker_process(name: str, measure: Callable[[Env], dict[str, object]], *, ke
     else:
         finish()
     emit(result)
+
+
+def size_runner_parser(doc: str, *, sizes: str, seed: int, profile: str,
+                       sizes_help: str = "comma-separated N (memories in the workspace)",
+                       size_aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """The arguments every per-size benchmark takes: --sizes, --seed, --profile and the hidden --worker N that
+    runs one size; the benchmark adds its own."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", *size_aliases, default=sizes, help=sizes_help)
+    parser.add_argument("--seed", type=int, default=seed)
+    parser.add_argument("--profile", metavar="PATH", help=profile)
+    parser.add_argument("--worker", type=int, metavar="N", help=argparse.SUPPRESS)
+    return parser
+
+
+def p50_p95(block: dict[str, object], labels: dict[str, str]) -> dict[str, object]:
+    """`<label>_p50_ms` and `<label>_p95_ms` of each timing summary `block[name]`, for a benchmark's summary."""
+    return {f"{label}_{q}_ms": block[name][f"{q}_ms"] for name, label in labels.items()  # type: ignore[index]
+            for q in ("p50", "p95")}
 
 
 def run_size_workers(script: str, sizes: list[int], worker_args: list[str], profile: str | None, *,

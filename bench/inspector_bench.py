@@ -70,15 +70,12 @@ DECISION_ID = re.compile(r"dec_[0-9a-f]{24}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", "--n", default="10000", help="comma-separated N (memories in the workspace)")
+    parser = common.size_runner_parser(__doc__, sizes="10000", seed=20240612, size_aliases=("--n",),
+                                       profile="cProfile each page's timed requests into PATH.<N>.<page>")
     parser.add_argument("--requests", type=int, default=50, help="timed requests per page")
     parser.add_argument("--warmup", type=int, default=3, help="untimed requests per page before the timed rounds")
     parser.add_argument("--quick", action="store_true", help="a smoke run: N = 500, 10 requests per page")
     parser.add_argument("--show-queries", action="store_true", help="print each page's SQL statements to stderr")
-    parser.add_argument("--seed", type=int, default=20240612)
-    parser.add_argument("--profile", metavar="PATH", help="cProfile each page's timed requests into PATH.<N>.<page>")
-    parser.add_argument("--worker", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.requests = "500", 10

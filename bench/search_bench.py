@@ -52,13 +52,10 @@ WARMUP_SEED_OFFSET = 1_000_003
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated N (memories in the workspace)")
+    parser = common.size_runner_parser(__doc__, sizes="1000,10000,100000", seed=20240604,
+                                       profile="cProfile the product calls of each size into PATH.<N>")
     parser.add_argument("--queries", type=int, default=200, help="timed queries per size")
     parser.add_argument("--warmup", type=int, default=20, help="untimed warm-up queries per size")
-    parser.add_argument("--seed", type=int, default=20240604)
-    parser.add_argument("--profile", metavar="PATH", help="cProfile the product calls of each size into PATH.<N>")
-    parser.add_argument("--worker", type=int, metavar="N", help=argparse.SUPPRESS)
     parser.add_argument("--search-only", nargs=2, metavar=("HOME", "WORKSPACE"), help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -103,12 +100,8 @@ def coordinate(sizes: list[int], args: argparse.Namespace) -> None:
         "sizes": results,
         "summary": {
             str(size): {
-                "product_p50_ms": block["product"]["p50_ms"],
-                "product_p95_ms": block["product"]["p95_ms"],
-                "no_signals_p50_ms": block["product_without_signal_updates"]["p50_ms"],
-                "no_signals_p95_ms": block["product_without_signal_updates"]["p95_ms"],
-                "floor_p50_ms": block["floor"]["p50_ms"],
-                "floor_p95_ms": block["floor"]["p95_ms"],
+                **common.p50_p95(block, {"product": "product", "product_without_signal_updates": "no_signals",
+                                         "floor": "floor"}),
                 "product_p50_over_floor_p50": block["ratios"]["product_p50_over_floor_p50"],
                 "product_p95_over_floor_p95": block["ratios"]["product_p95_over_floor_p95"],
                 "within_3x_of_floor": block["ratios"]["within_3x_of_floor"],

@@ -29,7 +29,6 @@ text at a new generation.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -43,13 +42,10 @@ GLOBAL_MEMORIES = 50
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,10000", help="comma-separated N (memories in the workspace)")
+    parser = common.size_runner_parser(__doc__, sizes="1000,10000", seed=20240605,
+                                       profile="cProfile the cold builds of each size into PATH.<N>")
     parser.add_argument("--cold", type=int, default=30, help="timed cold assemblies per case")
     parser.add_argument("--cached", type=int, default=1000, help="timed cache hits per case")
-    parser.add_argument("--seed", type=int, default=20240605)
-    parser.add_argument("--profile", metavar="PATH", help="cProfile the cold builds of each size into PATH.<N>")
-    parser.add_argument("--worker", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         common.worker_process(f"snapshot-{args.worker}", lambda env: worker(env, args.worker, args.seed, args.cold,
@@ -65,14 +61,8 @@ def main() -> None:
         "sizes": results,
         "summary": {
             str(size): {
-                "cold_no_query_p50_ms": block["cold_no_query"]["p50_ms"],
-                "cold_no_query_p95_ms": block["cold_no_query"]["p95_ms"],
-                "cold_with_query_p50_ms": block["cold_with_query"]["p50_ms"],
-                "cold_with_query_p95_ms": block["cold_with_query"]["p95_ms"],
-                "cached_memo_p50_ms": block["cached_memo"]["p50_ms"],
-                "cached_memo_p95_ms": block["cached_memo"]["p95_ms"],
-                "cached_db_p50_ms": block["cached_db"]["p50_ms"],
-                "cached_db_p95_ms": block["cached_db"]["p95_ms"],
+                **common.p50_p95(block, {name: name for name in ("cold_no_query", "cold_with_query", "cached_memo",
+                                                                 "cached_db")}),
                 "all_checks_passed": block["all_checks_passed"],
             }
             for size, block in ((size, results[str(size)]) for size in sizes)

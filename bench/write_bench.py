@@ -30,7 +30,6 @@ decision and indexes it through the real catalog. Prefill is not timed.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -50,13 +49,11 @@ TARGET_FLOOR_RATIO = 3.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="100,1000,10000", help="comma-separated N (memories already in scope)")
+    parser = common.size_runner_parser(__doc__, sizes="100,1000,10000", seed=20240601,
+                                       sizes_help="comma-separated N (memories already in scope)",
+                                       profile="cProfile each size's timed writes into PATH.<N>")
     parser.add_argument("--writes", type=int, default=200, help="timed writes per size")
     parser.add_argument("--warmup", type=int, default=5, help="untimed writes per size before the timed rounds")
-    parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument("--profile", metavar="PATH", help="cProfile each size's timed writes into PATH.<N>")
-    parser.add_argument("--worker", type=int, metavar="N", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         worker(args.worker, args.seed, args.warmup, args.profile)

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from tests.bench_scripts import BENCH, load_bench_script
 
 
 def _recall_eval():
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("recall_eval_under_test", BENCH / "recall_eval.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
+    return load_bench_script("recall_eval")
 
 
 def test_numeric_turn_ids_match_their_numeric_evidence_and_name_a_valid_file(tmp_path):

@@ -4,28 +4,13 @@ caught, on each half. The sets are fixed data and the scanner is deterministic, 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from tests.bench_scripts import load_bench_script
 
-
-def _scanner_eval():
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("scanner_eval_under_test", BENCH / "scanner_eval.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
-
-
-scanner_eval = _scanner_eval()
+scanner_eval = load_bench_script("scanner_eval")
 
 
 def test_the_sets_hold_300_notes_and_100_injection_exfiltration_and_secret_samples():
