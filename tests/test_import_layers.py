@@ -18,11 +18,14 @@ PACKAGES = ("compozy", "memory", "inspector")
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("surfaces", (
         "memory.management", "memory.api", "memory.tools", "memory.cli", "inspector",
+        # One declaration per verb, from which the CLI, MCP and REST surfaces are generated.
+        "memory.verbs",
         # The django-q2 task cluster's entry point: it calls background tasks as a surface calls a service.
         "memory.background",
         # Project wiring: settings, URL routing, WSGI, the gunicorn config, the `compozy` console script.
-        "compozy.cli", "compozy.urls", "compozy.wsgi", "compozy.settings", "compozy.gunicorn_conf",
-        "compozy", "memory.apps", "memory",
+        "compozy.cli", "compozy.command", "compozy.serving", "compozy.urls", "compozy.wsgi", "compozy.settings",
+        "compozy.gunicorn_conf",
+        "memory.apps",
     )),
     # bootstrap (migrate a fresh home, replay unapplied decisions) is the service every process calls first.
     ("services", ("memory.services", "memory.bootstrap")),
@@ -35,6 +38,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("domain", ("memory.domain",)),
 ]
 RANK = {name: len(LAYERS) - index for index, (name, _prefixes) in enumerate(LAYERS)}
+# The packages themselves (their __init__ only, never what is below them: a new package must be placed above).
+PACKAGE_ROOTS = {"compozy": "surfaces", "memory": "surfaces", "inspector": "surfaces"}
 
 # (importing module, imported module) -> why the upward import is allowed. Empty: there are none.
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
@@ -48,6 +53,8 @@ FRAMEWORK_ROOTS = {"django", "rest_framework", "drf_spectacular", "django_q", "w
 
 
 def layer_of(module: str) -> str | None:
+    if module in PACKAGE_ROOTS:
+        return PACKAGE_ROOTS[module]
     best: tuple[int, str] | None = None
     for name, prefixes in LAYERS:
         for prefix in prefixes:
@@ -168,6 +175,12 @@ def test_the_scan_would_catch_an_upward_import_even_inside_a_function():
         "memory.services.context (services)",
         "inspector.views (surfaces)",
     ]
+
+
+def test_a_new_package_has_no_layer_until_it_is_placed():
+    assert layer_of("memory.newpackage.module") is None
+    assert layer_of("compozy.newmodule") is None
+    assert layer_of("memory") == "surfaces" and layer_of("memory.services.writes") == "services"
 
 
 def test_the_domain_scan_would_catch_django():
