@@ -81,3 +81,13 @@ class Cli:
 @pytest.fixture
 def cli(home: Path, workspace_dir: Path) -> Cli:
     return Cli(home=home, cwd=workspace_dir)
+
+
+@pytest.fixture
+def completions():
+    """A fake chat-completions endpoint on loopback (tests/fake_completions.py), closed after the test."""
+    from tests.fake_completions import FakeCompletions
+
+    server = FakeCompletions()
+    yield server
+    server.close()

@@ -4,9 +4,6 @@ the latter against a real HTTP server on loopback."""
 from __future__ import annotations
 
 import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -20,50 +17,9 @@ from tests import helpers as h
 from tests.controller.test_rules import AMBIGUOUS, candidate
 
 
-class FakeCompletions:
-    """A chat-completions endpoint whose next answer the test sets."""
-
-    def __init__(self) -> None:
-        self.reply: str = "{}"
-        self.status = 200
-        self.delay = 0.0
-        self.requests: list[dict] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-                time.sleep(fake.delay)
-                payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": fake.reply}}]})
-                self.send_response(fake.status)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(payload.encode())
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def fake():
-    server = FakeCompletions()
-    yield server
-    server.close()
-
-
-def settings_for(fake, tmp_path, **extra):
+def settings_for(completions, tmp_path, **extra):
     environ = {"COMPOZY_HOME": str(tmp_path), "COMPOZY_MEMORY__PROVIDER__KIND": "'openai'",
-               "COMPOZY_MEMORY__PROVIDER__BASE_URL": f"'{fake.url}'", "COMPOZY_MEMORY__PROVIDER__MODEL": "'m'",
+               "COMPOZY_MEMORY__PROVIDER__BASE_URL": f"'{completions.url}'", "COMPOZY_MEMORY__PROVIDER__MODEL": "'m'",
                "OPENAI_API_KEY": "test-key", **extra}
     import os
 
@@ -76,11 +32,11 @@ def settings_for(fake, tmp_path, **extra):
         os.environ.update(old)
 
 
-def test_the_http_provider_sends_a_chat_completion_and_its_answer_decides(fake, tmp_path):
-    fake.reply = json.dumps({"op": "update", "target_id": "project_a.md", "confidence": 0.8, "reason": "same"})
-    verdict = decide(candidate(), AMBIGUOUS, settings_for(fake, tmp_path))
+def test_the_http_provider_sends_a_chat_completion_and_its_answer_decides(completions, tmp_path):
+    completions.reply = json.dumps({"op": "update", "target_id": "project_a.md", "confidence": 0.8, "reason": "same"})
+    verdict = decide(candidate(), AMBIGUOUS, settings_for(completions, tmp_path))
     assert (verdict.op, verdict.target_filename, verdict.source.value) == (Op.UPDATE, "project_a.md", "llm")
-    request = fake.requests[0]
+    request = completions.requests[0]
     assert request["path"] == "/v1/chat/completions"
     assert request["auth"] == "Bearer test-key"
     sent = json.loads(request["body"]["messages"][1]["content"])
@@ -98,9 +54,9 @@ def test_the_http_provider_sends_a_chat_completion_and_its_answer_decides(fake, 
     ],
     ids=["invalid-json", "invented-target", "server-error", "too-slow"],
 )
-def test_http_provider_failures_fall_back_to_the_default_op(fake, tmp_path, reply, status, delay, expected):
-    fake.reply, fake.status, fake.delay = reply, status, delay
-    settings = settings_for(fake, tmp_path, COMPOZY_MEMORY__CONTROLLER__MAX_LATENCY="'200ms'",
+def test_http_provider_failures_fall_back_to_the_default_op(completions, tmp_path, reply, status, delay, expected):
+    completions.reply, completions.status, completions.delay = reply, status, delay
+    settings = settings_for(completions, tmp_path, COMPOZY_MEMORY__CONTROLLER__MAX_LATENCY="'200ms'",
                             COMPOZY_MEMORY__CONTROLLER__DEFAULT_OP_ON_FAIL="'reject'")
     verdict = decide(candidate(), AMBIGUOUS, settings)
     assert verdict.op is Op.REJECT
