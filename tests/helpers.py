@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +57,12 @@ def health(cwd: Path, **fields: Any) -> dict[str, Any]:
 
 def reindex(cwd: Path, **fields: Any) -> dict[str, Any]:
     return catalog.catalog_reindex(data=catalog.ReindexInput.parse(fields), caller=caller(cwd)).to_json()
+
+
+def tool_document(result: Any) -> tuple[bool, Any]:
+    """An MCP tool call's result as (ok, document): its structured content, or the {code, message, details}
+    document an error's text carries."""
+    if result.is_error:
+        text = result.content[0].text
+        return False, json.loads(text[text.index("{"):])
+    return True, result.structured_content

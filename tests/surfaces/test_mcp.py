@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from memory.models import Event
 from memory.tools.registry import FORBIDDEN_NAMES, ToolSpec
 from memory.tools.server import ADMIN_TOOLSET, AGENT_TOOLSET, Session, build_registry, build_server
 from tests.conftest import COMPOZY
+from tests.helpers import tool_document
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,12 +29,8 @@ ADMIN_TOOLS = {"compozy__memory_health", "compozy__memory_admin_history", "compo
 def call(server, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
     async def go():
         async with Client(server) as client:
-            result = await client.call_tool(name, arguments)
-            text = result.content[0].text if result.content else "{}"
-            if result.is_error:
-                # The tool error's text is the {code, message, details} document.
-                return True, json.loads(text[text.index("{"):])
-            return False, result.structured_content
+            ok, document = tool_document(await client.call_tool(name, arguments))
+            return not ok, document
     return asyncio.run(go())
 
 

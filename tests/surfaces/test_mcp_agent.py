@@ -16,6 +16,7 @@ from mcp import Client, StdioServerParameters
 
 from memory.verbs import all_verbs
 from tests.conftest import COMPOZY, Cli
+from tests.helpers import tool_document
 
 ENUMS = {
     "scope": ["global", "workspace", "agent"],
@@ -36,12 +37,8 @@ def session(cli, *args: str, calls: list[tuple[str, dict[str, Any]]]) -> tuple[l
             tools = (await client.list_tools()).tools
             answers = []
             for name, arguments in calls:
-                result = await client.call_tool(name, arguments)
-                if result.is_error:
-                    text = result.content[0].text
-                    answers.append((True, json.loads(text[text.index("{"):])))
-                else:
-                    answers.append((False, result.structured_content))
+                ok, document = tool_document(await client.call_tool(name, arguments))
+                answers.append((not ok, document))
             return tools, answers
 
     return asyncio.run(go())

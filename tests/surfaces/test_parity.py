@@ -39,6 +39,7 @@ from memory.cli.flags import flag_of, shape_of
 from memory.verbs import Verb, all_verbs
 from tests.api.conftest import start_server, stop_server
 from tests.conftest import COMPOZY
+from tests.helpers import tool_document
 
 PER_CALL = {"id", "reverts", "decided_at", "applied_at", "created_at", "updated_at", "candidate_hash",
             "post_content_hash", "content_hash", "workspace_id", "path", "origin", "session_id", "next_cursor",
@@ -135,12 +136,7 @@ class McpSurface:
                         name, arguments = "compozy__memory_propose", {"operation": "add", **arguments}
                     else:
                         name = declared(verb).tool.name
-                    result = await client.call_tool(name, arguments)
-                    if result.is_error:
-                        text = result.content[0].text
-                        results.append((False, json.loads(text[text.index("{"):])))
-                    else:
-                        results.append((True, result.structured_content))
+                    results.append(tool_document(await client.call_tool(name, arguments)))
                 return results
 
         return asyncio.run(go())
