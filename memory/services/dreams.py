@@ -208,8 +208,8 @@ def _trigger_result(outcome: Attempt) -> DreamTriggerResult:
 def _workspace(spec: str | None, caller: Caller) -> Resolved:
     resolved = resolve(Selector(workspace=spec), caller)
     if resolved.workspace is None:
-        raise WorkspaceRequired("Dreaming runs per workspace: run inside one, set COMPOZY_WORKSPACE, or pass "
-                                "--workspace.", details={"reason": "no_workspace"})
+        raise WorkspaceRequired("Dreaming runs per workspace: run inside one, set COMPOZY_WORKSPACE, or name the "
+                                "workspace.", details={"reason": "no_workspace", "field": "workspace"})
     return resolved
 
 

@@ -121,8 +121,9 @@ def random_op(op: str, rng: random.Random, vocabulary: Vocabulary, caller: Any) 
             "filename": target.filename, **selector(target),
             "operations": [{"action": "add", "content": f"Also the {w[0]} of {w[1]}."},
                            {"action": "add", "content": f"And the {w[2]} with {w[3]}."}]}), caller=caller)
-        decision = result.decision or {}
-        return {"op": op, "decision": decision.get("id"), "decided": decision.get("op"), "applied": result.applied}
+        decision = result.decision
+        return {"op": op, "decision": decision.id if decision else None, "decided": decision.op if decision else None,
+                "applied": result.applied}
     elif op == "revert":
         recent = list(Decision.objects.filter(op__in=["add", "update", "delete"], applied_at__isnull=False)
                       .order_by("-decided_at", "-id").values_list("id", flat=True)[:8])
