@@ -21,8 +21,8 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 
-from memory.domain.enums import Origin
-from memory.domain.errors import CompozyError
+from memory.domain.enums import Origin, Scope
+from memory.domain.errors import CompozyError, ScopeInvalid
 from memory.domain.names import parse_filename
 from memory.services.inputs import Caller
 from memory.services.scopes import agent_write_selector
@@ -61,9 +61,15 @@ class Session:
         """The call's arguments, with the session's workspace and agent as defaults."""
         values = {key: value for key, value in arguments.items() if value is not None}
         accepted = verb.input.model_fields
+        name = verb.tool.name if verb.tool else ""
+        # Global memory is the operator's (the spec's "operator-only"): an agent's own write tools may not name it.
+        # An operator who wants an agent to curate global memory grants the admin toolset's verbs instead.
+        if name in AGENT_WRITES and values.get("scope") == Scope.GLOBAL.value:
+            raise ScopeInvalid("Global memory is written by operators only: write to this workspace or your agent "
+                               "scope (leave scope out for the default).",
+                               details={"field": "scope", "reason": "global_operator_only"})
         if self.workspace and "workspace" in accepted and "workspace" not in values:
             values["workspace"] = self.workspace
-        name = verb.tool.name if verb.tool else ""
         if not self.agent or "agent_name" not in accepted:
             if name in AGENT_WRITES and "scope" not in values:
                 values |= agent_write_selector(_memory_type(values), None)
@@ -118,8 +124,8 @@ def tool_of(verb: Verb, session: Session) -> McpTool:
     parameters = input_schema(verb.input)
 
     def call(**arguments: Any) -> CallToolResult:
-        fields = session.fields(verb, _decode_json_strings(arguments, parameters))
         try:
+            fields = session.fields(verb, _decode_json_strings(arguments, parameters))
             document = verb.run(fields, session.caller()).to_json()
         except CompozyError as error:
             raise ToolError(json.dumps(error.to_dict())) from None

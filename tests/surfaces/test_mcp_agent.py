@@ -71,6 +71,11 @@ def agent_run(tmp_path_factory):
         ("compozy__memory_note", {"title": "Loose End", "type": "user", "content": "Ask about the zqnote flag."}),
         ("compozy__memory_show", {"filename": "feedback_coder_habit.md", "scope": "agent"}),
         ("compozy__memory_list", {"limit": 0}),
+        ("compozy__memory_propose", {"operation": "add", "type": "user", "name": "Agent Global",
+                                     "description": "An agent reaching for global", "scope": "global",
+                                     "content": "Every zqreach project must use tabs."}),
+        ("compozy__memory_note", {"title": "Global Note", "type": "user", "scope": "global",
+                                  "content": "A zqreach note aimed at global memory."}),
     ]
     tools, answers = session(cli, "--agent", "coder", "--session", "agent-1", calls=calls)
     return cli, {tool.name: tool for tool in tools}, answers
@@ -140,6 +145,19 @@ def test_an_agents_writes_without_a_scope_never_go_global(agent_run):
     assert not (cli.home / "memory" / "feedback_coder_habit.md").exists()
     note_error, note = answers[9]
     assert not note_error and note["decision"]["scope"] == "agent" and note["decision"]["agent_name"] == "coder"
+
+
+def test_an_agent_cannot_write_global_memory_even_when_it_names_the_scope(agent_run):
+    cli, _tools, answers = agent_run
+    for error, refused in answers[12:14]:
+        assert error and refused["code"] == "memory.scope.invalid"
+        assert refused["details"] == {"field": "scope", "reason": "global_operator_only"}
+    global_root = cli.home / "memory"
+    assert not [path for path in global_root.rglob("*.md") if "zqreach" in path.read_text()]
+    decisions = cli("memory", "decisions", "list", "-o", "json", "--origin", "tool")
+    assert decisions.code == 0, decisions.stderr
+    rows = json.loads(decisions.stdout)["decisions"]
+    assert len(rows) >= 2 and all(row["scope"] != "global" for row in rows)
 
 
 def test_an_agent_recalls_its_own_memories_with_global_and_workspace_ones(agent_run):
