@@ -61,7 +61,8 @@ def test_every_route_answers_with_the_service_document(server):
                               json={"workspace": workspace, "content": "Visiting every route again abc9."}).json()
         assert edited["decision"]["op"] == "update"
         found = client.post("/api/memory/search", json={"query": "visiting every route", "workspace": workspace})
-        assert found.status_code == 200 and set(found.json()) == {"results", "recall", "skipped", "skip_reason", "warning"}
+        assert found.status_code == 200
+        assert set(found.json()) == {"results", "recall", "skipped", "skip_reason", "warning"}
         decisions = client.get("/api/memory/decisions", params={"workspace": workspace}).json()
         assert decisions["decisions"] and "post_content" not in decisions["decisions"][0]
         one = client.get(f"/api/memory/decisions/{edited['decision']['id']}", params={"workspace": workspace}).json()

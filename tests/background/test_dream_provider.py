@@ -5,49 +5,37 @@ template, and the run records why."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from memory.models import Decision
 from tests.background.dreaming_helpers import ready, trigger
+from tests.fake_completions import FakeCompletions
 
 pytestmark = pytest.mark.django_db
 
 
 class FakeModel:
-    """Answers the controller's tiebreaker with a valid `add`, and the synthesis task with `self.prose`."""
+    """Answers the controller's tiebreaker with a valid `add`, and the synthesis task with `self.prose` and
+    `self.status`, on the one fake chat-completions endpoint of tests/fake_completions.py."""
 
     def __init__(self) -> None:
         self.prose = ""
         self.status = 200
         self.tasks: list[str] = []
-        fake = self
+        self.endpoint = FakeCompletions()
+        self.endpoint.answer = self._answer
+        self.url = self.endpoint.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                system = body["messages"][0]["content"]
-                task = "synthesis" if "consolidate" in system else "tiebreaker"
-                fake.tasks.append(task)
-                content = fake.prose if task == "synthesis" else json.dumps(
-                    {"op": "add", "target_id": None, "confidence": 0.9, "reason": "a new synthesis"})
-                self.send_response(fake.status if task == "synthesis" else 200)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(json.dumps({"choices": [{"message": {"content": content}}]}).encode())
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _answer(self, request: dict) -> tuple[int, str]:
+        task = "synthesis" if "consolidate" in request["messages"][0]["content"] else "tiebreaker"
+        self.tasks.append(task)
+        if task == "synthesis":
+            return self.status, self.prose
+        return 200, json.dumps({"op": "add", "target_id": None, "confidence": 0.9, "reason": "a new synthesis"})
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.endpoint.close()
 
 
 @pytest.fixture
