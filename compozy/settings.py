@@ -103,6 +103,31 @@ DATABASES = {
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TIME_ZONE = "UTC"
+
+
+def _machine_time_zone() -> str:
+    """The zone of the machine the server runs on (the user's own, for a local service): $COMPOZY_TIME_ZONE when
+    set, else $TZ when it names a zone, else /etc/localtime's target, else /etc/timezone, else UTC. Read here
+    because Django, once these settings are loaded, pins the process to TIME_ZONE (it sets TZ and calls tzset),
+    after which the machine's zone is lost, also to the processes this one starts (the gunicorn workers)."""
+    from contextlib import suppress
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    candidates = [os.environ.get("COMPOZY_TIME_ZONE", ""), os.environ.get("TZ", "").lstrip(":")]
+    with suppress(OSError):
+        candidates.append(str(Path("/etc/localtime").resolve()).partition("/zoneinfo/")[2])
+    with suppress(OSError):
+        candidates.append(Path("/etc/timezone").read_text().strip())
+    for name in filter(None, candidates):
+        with suppress(ZoneInfoNotFoundError, ValueError):
+            ZoneInfo(name)
+            return name
+    return "UTC"
+
+
+# The inspector shows times in this zone (the server's local time, which is the user's machine here). Exported
+# so that the processes `compozy serve` starts, which inherit TZ=UTC from Django, show the same zone.
+DISPLAY_TIME_ZONE = os.environ["COMPOZY_TIME_ZONE"] = _machine_time_zone()
 LANGUAGE_CODE = "en-us"
 USE_I18N = False
 

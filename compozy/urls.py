@@ -12,6 +12,8 @@ def healthz(request):  # noqa: ANN001, ANN201
 
 urlpatterns = [
     path("healthz", healthz),
+    # Browsers ask for /favicon.ico on their own (an API response, a JSON file): the inspector's icon answers.
+    path("favicon.ico", RedirectView.as_view(url="/static/favicon.svg", permanent=True)),
     path("", RedirectView.as_view(url="/inspector/", permanent=False)),
     path("inspector/", include("inspector.urls")),
     path("", include("memory.api.urls")),

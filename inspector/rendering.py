@@ -4,7 +4,9 @@ charts. Everything here is pure; templates do the escaping of text they print.""
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import dataclass
+from datetime import datetime, tzinfo
 from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
@@ -103,3 +105,75 @@ def score_bars(hits: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
             x += width
         bars[str(index)] = segments
     return bars
+
+
+@dataclass(frozen=True)
+class Moment:
+    """A timestamp as a page shows it: relative text, the exact local time for the hover title, and the machine
+    readable instant for `<time datetime>`."""
+
+    iso: str
+    relative: str
+    exact: str
+
+
+def _ago(seconds: float) -> str:
+    span = abs(seconds)
+    if span < 45:
+        return "just now"
+    if span < 3_600:
+        amount = f"{max(int(span // 60), 1)} min"
+    elif span < 86_400:
+        amount = f"{int(span // 3_600)} h"
+    else:
+        days = int(span // 86_400)
+        amount = f"{days} day{'s' if days != 1 else ''}"
+    return f"in {amount}" if seconds < 0 else f"{amount} ago"
+
+
+def moment(value: str | None, now: datetime, zone: tzinfo) -> Moment | None:
+    """`value` (RFC 3339, as every result carries it) relative to `now`, and exactly in `zone`. Within a week the
+    text is relative ("3 min ago", "5 h ago", "2 days ago"); older, it is the local date and time."""
+    if not value:
+        return None
+    instant = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    local = instant.astimezone(zone)
+    offset = local.strftime("%z")
+    exact = f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()} (UTC{offset[:3]}:{offset[3:]})"
+    seconds = (now - instant).total_seconds()
+    relative = _ago(seconds) if abs(seconds) < 7 * 86_400 else f"{local:%Y-%m-%d %H:%M}"
+    return Moment(iso=instant.isoformat().replace("+00:00", "Z"), relative=relative, exact=exact)
+
+
+# How a rule trace entry reads. The controller appends every rule it ran with `passed`, which for most rules means
+# "this rule matched" rather than "this rule is satisfied": `exact_duplicate` or `filename_collision` that did not
+# pass simply did not apply, and the chain moved on. Only the entry that ends the chain without passing decided a
+# reject or a noop (scan, delete_request, ambiguous, a failed tiebreaker): that one is the problem to show.
+TRACE_PASSED, TRACE_NOT_APPLIED, TRACE_DECIDED = "passed", "not-applied", "decided"
+
+
+def trace_rows(trace: list[dict[str, Any]], op: str) -> list[dict[str, Any]]:
+    rows = []
+    for index, step in enumerate(trace):
+        last = index == len(trace) - 1
+        if step.get("passed", True):
+            state, label = TRACE_PASSED, "passed"
+        elif last and op in ("reject", "noop"):
+            state, label = TRACE_DECIDED, f"failed: decided {op}"
+        else:
+            state, label = TRACE_NOT_APPLIED, "did not apply"
+        rows.append({**step, "state": state, "label": label})
+    return rows
+
+
+def compact_metadata(metadata: dict[str, Any]) -> list[tuple[str, str]]:
+    """An event's metadata as short `key value` pairs: scalars as they are, nested values as one line of JSON."""
+    pairs = []
+    for key in sorted(metadata):
+        value = metadata[key]
+        if isinstance(value, str):
+            text = value
+        else:
+            text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+        pairs.append((key, text))
+    return pairs

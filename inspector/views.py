@@ -92,7 +92,8 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 def _choices() -> dict[str, Any]:
     return {
-        "workspaces": workspaces.workspace_list(data=workspaces.WorkspaceListInput(), caller=CALLER).workspaces,
+        "workspaces": workspaces.workspace_list(data=workspaces.WorkspaceListInput(), caller=CALLER).to_json()[
+            "workspaces"],
         "scopes": [s.value for s in Scope], "tiers": [t.value for t in AgentTier],
         "types": [t.value for t in MemoryType], "ops": [o.value for o in Op], "origins": [o.value for o in Origin],
         "families": list(events.FAMILIES),
@@ -117,13 +118,29 @@ def _render_attempt(request: HttpRequest, template: str, context: dict[str, Any]
     return render(request, template, context, status=status)
 
 
+def _across(chosen: dict[str, Any]) -> dict[str, Any]:
+    """A page opens on every workspace this machine knows: with no workspace chosen, the service is asked for
+    all of them (each row still names its own), never for the global scopes alone."""
+    return {} if chosen.get("workspace") else {"all_workspaces": True}
+
+
+def _default_workspace(known: list[dict[str, Any]]) -> str | None:
+    """For a page that works in one workspace (recall, a new memory): the only one there is, else the one seen
+    most recently."""
+    if not known:
+        return None
+    return max(known, key=lambda w: (w["last_seen_at"] or "", w["id"]))["id"]
+
+
 def _listing(request: HttpRequest, template: str, fields: tuple[str, ...], service: Callable[..., Any],
              input_model: Any, fixed: dict[str, Any] | None = None) -> HttpResponse:
-    """A paged, filtered list over one service; the filters stay in the page links, the cursor does not."""
+    """A paged, filtered list over one service, across every workspace unless one is chosen; the filters stay in
+    the page links, the cursor does not."""
     chosen = _fields(request.GET, *fields)
     context = {"chosen": chosen, "filters": {k: v for k, v in chosen.items() if k != "cursor"}, **_choices()}
     return _render_attempt(request, template, context, lambda: {
-        "result": service(data=input_model.parse({**chosen, **(fixed or {})}), caller=CALLER).to_json()})
+        "result": service(data=input_model.parse({**chosen, **_across(chosen), **(fixed or {})}),
+                          caller=CALLER).to_json()})
 
 
 # --- sign-in -------------------------------------------------------------------------------------------------
@@ -160,8 +177,10 @@ def signout_view(request: HttpRequest) -> HttpResponse:
 @page
 def dashboard(request: HttpRequest) -> HttpResponse:
     chosen = _fields(request.GET, "workspace")
-    health = catalog.health_get(data=catalog.HealthInput.parse(chosen), caller=CALLER).to_json()
-    activity = events.event_activity(data=events.ActivityInput.parse(chosen), caller=CALLER).to_json()
+    health = catalog.health_get(data=catalog.HealthInput.parse({**chosen, **_across(chosen)}),
+                                caller=CALLER).to_json()
+    activity = events.event_activity(data=events.ActivityInput.parse({**chosen, **_across(chosen)}),
+                                     caller=CALLER).to_json()
     context = {"health": health, "activity": activity, "chart": rendering.activity_chart(activity), "chosen": chosen,
                **_choices(), "count_types": [*(t.value for t in MemoryType), "ad_hoc"]}
     return render(request, "inspector/dashboard.html", context)
@@ -170,7 +189,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @page
 @require_POST
 def reindex(request: HttpRequest) -> HttpResponse:
-    data = catalog.ReindexInput.parse(_fields(request.POST, "workspace", "rebuild"))
+    data = catalog.ReindexInput.parse(_fields(request.POST, "workspace", "all_workspaces", "rebuild"))
     job = jobs.reindex_job_start(data=data, caller=CALLER)
     return HttpResponseRedirect(reverse("inspector:job", args=[job.id]))
 
@@ -236,8 +255,9 @@ def _decision_page(request: HttpRequest, result: dict[str, Any]) -> HttpResponse
 @require_http_methods(["GET", "POST"])
 def memory_create(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
-        form = _fields(request.GET, *WRITE_FIELDS)
-        return render(request, "inspector/memory_form.html", {"form": form, **_choices()})
+        choices = _choices()
+        form = {"workspace": _default_workspace(choices["workspaces"]), **_fields(request.GET, *WRITE_FIELDS)}
+        return render(request, "inspector/memory_form.html", {"form": form, **choices})
     form = _fields(request.POST, *WRITE_FIELDS)
     try:
         result = memories.memory_write(data=memories.WriteInput.parse(form), caller=CALLER)
@@ -283,8 +303,11 @@ def memory_delete(request: HttpRequest, filename: str) -> HttpResponse:
 
 @page
 def recall_playground(request: HttpRequest) -> HttpResponse:
-    chosen = _fields(request.GET, "query", "workspace", "agent_name", "agent_tier", "top_k", "include_system")
-    context: dict[str, Any] = {"chosen": chosen, **_choices()}
+    choices = _choices()
+    # Recall runs in one workspace, as an agent's does (shadowing is decided within it).
+    chosen = {"workspace": _default_workspace(choices["workspaces"]),
+              **_fields(request.GET, "query", "workspace", "agent_name", "agent_tier", "top_k", "include_system")}
+    context: dict[str, Any] = {"chosen": chosen, **choices}
 
     def ranked() -> dict[str, Any]:
         if not chosen.get("query"):
@@ -322,10 +345,10 @@ def decision_list(request: HttpRequest) -> HttpResponse:
 @page
 def decision_detail(request: HttpRequest, decision_id: str) -> HttpResponse:
     selectors = _fields(request.GET, "workspace")
-    data = decisions.DecisionIdInput.parse({**selectors, "decision_id": decision_id})
+    data = decisions.DecisionIdInput.parse({**selectors, **_across(selectors), "decision_id": decision_id})
     decision = decisions.decision_show(data=data, caller=CALLER).to_json()["decision"]
     context = {"decision": decision, "diff": rendering.line_diff(decision["prior_content"], decision["post_content"]),
-               "ref_query": urlencode(selectors)}
+               "ref_query": urlencode(selectors), "workspaces": _choices()["workspaces"]}
     return render(request, "inspector/decision_detail.html", context)
 
 
@@ -333,7 +356,7 @@ def decision_detail(request: HttpRequest, decision_id: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def decision_revert(request: HttpRequest, decision_id: str) -> HttpResponse:
     selectors = _fields(request.GET, "workspace")
-    data = decisions.RevertInput.parse({**selectors, "decision_id": decision_id})
+    data = decisions.RevertInput.parse({**selectors, **_across(selectors), "decision_id": decision_id})
     context: dict[str, Any] = {"decision_id": decision_id, "ref_query": urlencode(selectors)}
     try:
         if request.method == "POST":

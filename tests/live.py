@@ -86,16 +86,18 @@ class LiveServe:
             return ""
 
 
-def start_serve(home: Path, cwd: Path, log: Path, *, cluster: bool = False, timeout_s: float = 60.0) -> LiveServe:
+def start_serve(home: Path, cwd: Path, log: Path, *, cluster: bool = False, timeout_s: float = 60.0,
+                env: dict[str, str] | None = None) -> LiveServe:
     """Start `compozy serve` (cwd, COMPOZY_HOME = home and no other COMPOZY_* variable) and wait until /healthz
-    answers over TCP, the socket exists and the sign-in link is printed. Its stdout and stderr go to `log`."""
+    answers over TCP, the socket exists and the sign-in link is printed. Its stdout and stderr go to `log`. `env`
+    adds variables to the service's environment (the browser tests give it a time zone)."""
     port = free_port()
     args = [COMPOZY, "serve", "--bind", f"127.0.0.1:{port}"] + ([] if cluster else ["--no-cluster"])
-    env = service_env(home)
-    env.pop("DJANGO_SETTINGS_MODULE", None)  # a benchmark sets it for itself; serve chooses its own
+    service = {**service_env(home), **(env or {})}
+    service.pop("DJANGO_SETTINGS_MODULE", None)  # a benchmark sets it for itself; serve chooses its own
     with log.open("wb") as out:
-        process = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(args, cwd=cwd, env=service, stdin=subprocess.DEVNULL,
+                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     server = LiveServe(process, port, home, log)
     deadline = time.monotonic() + timeout_s
     try:

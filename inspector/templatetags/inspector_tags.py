@@ -3,13 +3,19 @@ target page resolves the same root the list showed."""
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
+from zoneinfo import ZoneInfo
 
 from django import template
+from django.conf import settings
 from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
-from inspector.rendering import memory_ref
+from inspector.rendering import compact_metadata, memory_ref, moment, trace_rows
 
 register = template.Library()
 
@@ -25,8 +31,52 @@ def memory_href(memory: dict[str, Any], action: str = "") -> str:
 
 @register.simple_tag
 def decision_href(decision: dict[str, Any]) -> str:
-    url = reverse("inspector:decision", args=[decision["id"]])
-    return f"{url}?{urlencode({'workspace': decision['workspace_id']})}" if decision.get("workspace_id") else url
+    # Decision ids are unique in the whole log: the page finds one without being told its workspace.
+    return reverse("inspector:decision", args=[decision["id"]])
+
+
+@register.simple_tag
+def when(value: str | None, default: str = "") -> str:
+    """A timestamp as `<time>`: relative text, the exact time in the server's local zone (the user's machine for
+    this local service) on hover."""
+    shown = moment(value, datetime.now(UTC), ZoneInfo(settings.DISPLAY_TIME_ZONE))
+    if shown is None:
+        return default
+    return format_html('<time datetime="{}" title="{}">{}</time>', shown.iso, shown.exact, shown.relative)
+
+
+@register.simple_tag
+def rule_rows(trace: list[dict[str, Any]], op: str) -> list[dict[str, Any]]:
+    return trace_rows(trace, op)
+
+
+# Where a file name or path may wrap: after each separator, so a narrow column breaks it into words, never into
+# runs of two or three characters.
+_BREAK_AFTER = re.compile(r"(?<=[_/-])")
+
+
+@register.filter
+def filename(name: str | None) -> str:
+    """A file name or path as `<code class="file">`, with a line-break opportunity (`<wbr>`) after `_`, `-`, `/`."""
+    if not name:
+        return ""
+    parts = _BREAK_AFTER.split(str(name))
+    inner = format_html_join(mark_safe("<wbr>"), "{}", ((part,) for part in parts))
+    return format_html('<code class="file">{}</code>', inner)
+
+
+@register.filter
+def metadata_pairs(metadata: dict[str, Any]) -> list[tuple[str, str]]:
+    return compact_metadata(metadata or {})
+
+
+@register.filter
+def workspace_name(workspace_id: str | None, workspaces: list[dict[str, Any]]) -> str:
+    """The last part of a workspace's path (its directory name), or its id when this machine does not know it."""
+    for workspace in workspaces or []:
+        if workspace["id"] == workspace_id:
+            return workspace["path"].rstrip("/").rsplit("/", 1)[-1] or workspace["path"]
+    return workspace_id or ""
 
 
 @register.simple_tag

@@ -211,6 +211,10 @@ def human_health(document: dict[str, Any]) -> str:
         lines.append(f"files by type:        {'; '.join(by_scope)}")
     for item in document["invalid_files"]:
         lines.append(f"invalid:              {item['root_key']} {item['filename']} ({item['reason']})")
+    if document.get("all_workspaces") and document.get("workspaces"):
+        rows = [(w["path"], w["id"], w["status"], w["files"], w["drift_files"], w["unapplied_decisions"])
+                for w in document["workspaces"]]
+        lines += ["", table(rows, ["workspace", "id", "status", "files", "drift", "unapplied"], max_width=60)]
     return "\n".join(lines)
 
 

@@ -1,119 +1,151 @@
-"""The catalog noun: health (drift in both directions, unapplied decisions) and reindex."""
+"""The catalog noun: health (drift in both directions, unapplied decisions; of one workspace or, for an
+operator, of the whole home with a row per workspace) and reindex."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from pydantic import Field
 
-from memory.catalog.drift import drift_for_root
+from memory.catalog.drift import RootDrift, drift_for_root
 from memory.catalog.indexer import current_generation, mark_derivation_current
 from memory.catalog.vectors import model_id, vector_state
 from memory.controller.core import exclusive
 from memory.controller.events import event_record
 from memory.controller.reconcile import reindex_root
 from memory.domain.enums import EventOp, Scope
-from memory.models import Decision, Event, Workspace
+from memory.domain.models import ScopeRef
+from memory.models import CatalogEntry, Consolidation, Decision, Event, Workspace
 from memory.store import files
+from memory.store import roots as store_roots
 
-from .inputs import Caller, Selector
-from .resolution import resolve
-from .results import Health, ReindexResult, ReindexRoot, iso
-from .root_discovery import administered_refs
+from .inputs import Caller, Selector, all_workspaces_field
+from .resolution import KnownWorkspace, Span, resolve_span
+from .results import Health, ReindexResult, ReindexRoot, WorkspaceHealth, iso
+from .root_discovery import administered_refs_across, workspace_refs
 
 
 class HealthInput(Selector):
-    pass
+    all_workspaces: bool = all_workspaces_field()
 
 
 class ReindexInput(Selector):
     rebuild: bool = Field(default=False, description=(
         "Drop and re-insert every catalog row instead of writing only the rows that differ."))
+    all_workspaces: bool = all_workspaces_field()
 
 
-def health_get(*, data: HealthInput, caller: Caller) -> Health:
-    resolved = resolve(data, caller)
-    refs = administered_refs(resolved)
-    drift = []
-    global_files = workspace_files = indexed = orphaned = unindexed = modified = 0
-    invalid: list[dict[str, str]] = []
-    file_counts: dict[str, dict[str, int]] = {}
-    chunks = missing_vectors = other_model = 0
-    for ref in refs:
-        state = vector_state(ref.root_key, include_system=data.include_system)
-        chunks += state.chunks
-        missing_vectors += state.missing
-        other_model += state.other_model
-        report = drift_for_root(ref.root_key, resolved.root(ref), include_system=data.include_system)
-        by_type = file_counts.setdefault(ref.scope.value, {})
+@dataclass
+class _Totals:
+    """Drift summed over the roots a health report checks."""
+
+    include_system: bool
+    global_files: int = 0
+    workspace_files: int = 0
+    indexed: int = 0
+    orphaned: int = 0
+    unindexed: int = 0
+    modified: int = 0
+    invalid: list[dict[str, str]] = field(default_factory=list)
+    file_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    drift: list[dict[str, Any]] = field(default_factory=list)
+    chunks: int = 0
+    missing_vectors: int = 0
+    other_model: int = 0
+
+    def check(self, ref: ScopeRef, root: Path) -> RootDrift:
+        state = vector_state(ref.root_key, include_system=self.include_system)
+        self.chunks += state.chunks
+        self.missing_vectors += state.missing
+        self.other_model += state.other_model
+        report = drift_for_root(ref.root_key, root, include_system=self.include_system)
+        by_type = self.file_counts.setdefault(ref.scope.value, {})
         for memory_type, count in report.files_by_type.items():
             by_type[memory_type] = by_type.get(memory_type, 0) + count
         if ref.scope is Scope.GLOBAL:
-            global_files += report.disk_files
+            self.global_files += report.disk_files
         elif ref.scope is Scope.WORKSPACE:
-            workspace_files += report.disk_files
-        indexed += report.indexed_files
-        orphaned += len(report.orphaned)
-        unindexed += len(report.unindexed)
-        modified += len(report.modified)
-        invalid.extend({"root_key": ref.root_key, **item} for item in report.invalid)
+            self.workspace_files += report.disk_files
+        self.indexed += report.indexed_files
+        self.orphaned += len(report.orphaned)
+        self.unindexed += len(report.unindexed)
+        self.modified += len(report.modified)
+        self.invalid.extend({"root_key": ref.root_key, **item} for item in report.invalid)
         if not report.clean:
-            drift.append({"root_key": ref.root_key, "unindexed": report.unindexed, "orphaned": report.orphaned,
-                          "modified": report.modified, "invalid": report.invalid})
-    root_keys = [ref.root_key for ref in refs]
+            self.drift.append({"root_key": ref.root_key, "unindexed": report.unindexed, "orphaned": report.orphaned,
+                               "modified": report.modified, "invalid": report.invalid})
+        return report
+
+
+def health_get(*, data: HealthInput, caller: Caller) -> Health:
+    span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
+    totals = _Totals(include_system=data.include_system)
+    shared = administered_refs_across([])  # global and every agent's global tier
+    for ref in shared:
+        totals.check(ref, store_roots.root_path(ref, None))
+    root_keys = [ref.root_key for ref in shared]
+    rows = []
+    for workspace in span.workspaces:
+        refs = workspace_refs(workspace)
+        root_keys += [ref.root_key for ref in refs]
+        rows.append(_workspace_health(workspace, refs, totals))
     unapplied = Decision.objects.filter(applied_at__isnull=True, root_key__in=root_keys).count()
     reasons = []
-    if unindexed or modified:
-        reasons.append(f"{unindexed + modified} file(s) on disk not matched by the catalog")
-    if orphaned:
-        reasons.append(f"{orphaned} catalog row(s) without a file")
-    if invalid:
-        reasons.append(f"{len(invalid)} file(s) that are not valid memory documents")
+    if totals.unindexed or totals.modified:
+        reasons.append(f"{totals.unindexed + totals.modified} file(s) on disk not matched by the catalog")
+    if totals.orphaned:
+        reasons.append(f"{totals.orphaned} catalog row(s) without a file")
+    if totals.invalid:
+        reasons.append(f"{len(totals.invalid)} file(s) that are not valid memory documents")
     if unapplied:
         reasons.append(f"{unapplied} unapplied decision(s)")
-    if missing_vectors:
-        reasons.append(f"{missing_vectors} chunk(s) without a vector")
-    if other_model:
-        reasons.append(f"{other_model} chunk(s) with a vector from another model than {model_id()}")
-    if reasons:
-        repair = unindexed or modified or orphaned or missing_vectors or other_model
-        reasons.append("run `compozy memory reindex` to repair drift" if repair else "")
-    workspace_ids = resolved.event_workspace_ids
-    events = Event.objects.filter(workspace_id__in=workspace_ids)
+    if totals.missing_vectors:
+        reasons.append(f"{totals.missing_vectors} chunk(s) without a vector")
+    if totals.other_model:
+        reasons.append(f"{totals.other_model} chunk(s) with a vector from another model than {model_id()}")
+    if reasons and (totals.unindexed or totals.modified or totals.orphaned or totals.missing_vectors
+                    or totals.other_model):
+        reasons.append("run `compozy memory reindex` to repair drift")
+    events = Event.objects.filter(workspace_id__in=span.event_workspace_ids)
     last_reindex = events.filter(op=EventOp.WRITE_REINDEX.value).order_by("-ts").values_list("ts", flat=True).first()
     last_operation = events.order_by("-ts").values_list("ts", flat=True).first()
     return Health(
         status="degraded" if reasons else "ok",
-        reason="; ".join(r for r in reasons if r) or "catalog matches disk and every decision is applied",
-        global_files=global_files,
-        workspace_files=workspace_files,
+        reason="; ".join(reasons) or "catalog matches disk and every decision is applied",
+        global_files=totals.global_files,
+        workspace_files=totals.workspace_files,
         workspace_count=Workspace.objects.count(),
-        file_counts=file_counts,
-        indexed_files=indexed,
-        orphaned_files=orphaned,
-        unindexed_files=unindexed,
-        modified_files=modified,
-        invalid_files=invalid,
-        drift=drift,
+        file_counts=totals.file_counts,
+        indexed_files=totals.indexed,
+        orphaned_files=totals.orphaned,
+        unindexed_files=totals.unindexed,
+        modified_files=totals.modified,
+        invalid_files=totals.invalid,
+        drift=totals.drift,
         unapplied_decisions=unapplied,
         last_reindex=iso(last_reindex),
         operation_count=events.count(),
         last_operation_at=iso(last_operation),
         generation=current_generation(),
-        dream=_dream_health(resolved),
+        all_workspaces=span.across,
+        workspaces=rows,
+        dream=_dream_health(span),
         extractor={"status": "not_configured"},
-        vectors={"model": model_id(), "chunks": chunks, "missing": missing_vectors, "other_model": other_model},
+        vectors={"model": model_id(), "chunks": totals.chunks, "missing": totals.missing_vectors,
+                 "other_model": totals.other_model},
     )
 
 
-def _dream_health(resolved) -> dict:  # noqa: ANN001 - a context.Resolved
-    """Dreaming in one line of health: enabled or not, and this workspace's last run and last success."""
-    from memory.models import Consolidation
+def _dream_health(span: Span) -> dict:
+    """Dreaming in one line of health: enabled or not, and the covered workspaces' last run and last success."""
 
-    enabled = resolved.config.memory.dream.enabled
+    enabled = span.config.memory.dream.enabled
     summary: dict = {"status": "enabled" if enabled else "disabled"}
-    if resolved.workspace_id:
-        runs = Consolidation.objects.filter(workspace_id=resolved.workspace_id)
+    if span.workspace_ids:
+        runs = Consolidation.objects.filter(workspace_id__in=span.workspace_ids)
         latest = runs.order_by("-started_at").values("id", "status", "started_at").first()
         success = runs.filter(status="completed").order_by("-finished_at").values_list("finished_at", flat=True).first()
         summary.update(latest_run=latest["id"] if latest else None, latest_status=latest["status"] if latest else None,
@@ -121,15 +153,43 @@ def _dream_health(resolved) -> dict:  # noqa: ANN001 - a context.Resolved
     return summary
 
 
+def _workspace_health(workspace: KnownWorkspace, refs: list[ScopeRef], totals: _Totals) -> WorkspaceHealth:
+    """One workspace's row: its roots checked against the disk (and added to the totals), or, when its directory
+    is gone, only what the catalog still holds for it: no drift is claimed about files nobody can see."""
+    keys = [ref.root_key for ref in refs]
+    unapplied = Decision.objects.filter(applied_at__isnull=True, root_key__in=keys).count()
+    last = Event.objects.filter(workspace_id=workspace.id).order_by("-ts").values_list("ts", flat=True).first()
+    if workspace.directory is None:
+        rows = CatalogEntry.objects.filter(root_key__in=keys)
+        if not totals.include_system:
+            rows = rows.filter(is_system=False)
+        return WorkspaceHealth(id=workspace.id, path=workspace.path, status="missing", files=0,
+                               indexed_files=rows.count(), drift_files=0, invalid_files=0,
+                               unapplied_decisions=unapplied, last_operation_at=iso(last))
+    on_disk = indexed = drift = invalid = 0
+    for ref in refs:
+        report = totals.check(ref, store_roots.root_path(ref, workspace.directory))
+        on_disk += report.disk_files
+        indexed += report.indexed_files
+        drift += len(report.unindexed) + len(report.orphaned) + len(report.modified)
+        invalid += len(report.invalid)
+    return WorkspaceHealth(id=workspace.id, path=workspace.path,
+                           status="degraded" if (drift or invalid or unapplied) else "ok", files=on_disk,
+                           indexed_files=indexed, drift_files=drift, invalid_files=invalid,
+                           unapplied_decisions=unapplied, last_operation_at=iso(last))
+
+
 def catalog_reindex(*, data: ReindexInput, caller: Caller,
                     progress: Callable[[int, int], None] | None = None) -> ReindexResult:
-    resolved = resolve(data, caller)
-    refs = administered_refs(resolved)
-    roots = [(ref, resolved.root(ref)) for ref in refs]
+    span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
+    roots = [(ref, store_roots.root_path(ref, None)) for ref in administered_refs_across([])]
+    for workspace in span.workspaces:
+        if workspace.directory is not None:  # a workspace whose directory is gone has no files to read
+            roots += [(ref, store_roots.root_path(ref, workspace.directory)) for ref in workspace_refs(workspace)]
     total = sum(len(files.list_document_names(root, include_system=data.include_system)) for _ref, root in roots)
     reports = []
     done = 0
-    with exclusive(resolved.config):
+    with exclusive(span.config):
         for ref, root in roots:
             report = reindex_root(ref, root, include_system=data.include_system, rebuild=data.rebuild,
                                   progress=progress,
@@ -140,7 +200,7 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
         event_record(
             op=EventOp.WRITE_REINDEX,
             scope="",
-            workspace_id=resolved.workspace_id,
+            workspace_id=span.resolved.workspace_id,
             session_id=caller.session_id or "",
             actor=caller.origin.value,
             metadata={"roots": len(reports), "files": done, "indexed": sum(r.indexed for r in reports),

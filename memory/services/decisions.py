@@ -16,9 +16,9 @@ from memory.domain.enums import EventOp, Op, Origin
 from memory.domain.errors import NotFound, ValidationError
 from memory.models import Decision
 
-from .inputs import Caller, Input, Selector
+from .inputs import Caller, Input, Selector, all_workspaces_field
 from .paging import cursor_field, limit_field, page_of
-from .resolution import resolve
+from .resolution import Span, resolve, resolve_span
 from .results import (
     DecisionList,
     DecisionShow,
@@ -30,8 +30,8 @@ from .results import (
     decision_summary,
     iso,
 )
-from .root_discovery import administered_refs
-from .scopes import visible_refs
+from .root_discovery import administered_refs_across
+from .scopes import visible_refs, visible_refs_across
 from .timefilter import SINCE, parse_since
 
 
@@ -43,12 +43,15 @@ class DecisionListInput(Selector):
         "Only decisions requested through this origin: cli, http, uds, tool (an agent), extractor, dreaming, "
         "file (a hand edit found on disk) or provider."))
     since: str | None = Field(default=None, description=SINCE)
+    all_workspaces: bool = all_workspaces_field()
     cursor: str | None = cursor_field()
     limit: int | None = limit_field()
 
 
 class DecisionIdInput(Selector):
     decision_id: str = Field(description="The decision id: dec_ followed by 24 hex characters.")
+    # A decision id is unique in the whole log, so the operator may look one up without naming its workspace.
+    all_workspaces: bool = all_workspaces_field()
 
 
 class RevertInput(DecisionIdInput):
@@ -62,17 +65,20 @@ class PruneInput(Input):
     dry_run: bool = Field(False, description="count what would be pruned; delete nothing and record no event")
 
 
-def _scoped(selector: Selector, caller: Caller):
-    resolved = resolve(selector, caller)
+def _scoped(selector: DecisionListInput | DecisionIdInput, caller: Caller) -> tuple[Span, Q]:
+    """The decisions a call may see, as a filter on their root keys: the roots the selectors name, else every
+    administered root of the caller's workspace (or, with all_workspaces, of each known workspace)."""
+    span = resolve_span(selector.workspace, caller, all_workspaces=selector.all_workspaces)
     if selector.scope is not None or selector.agent_name:
-        refs = visible_refs(selector, resolved)
+        refs = (visible_refs_across(selector, span.workspace_ids) if span.across
+                else visible_refs(selector, span.resolved))
     else:
-        refs = administered_refs(resolved)
-    return resolved, Q(root_key__in=[ref.root_key for ref in refs])
+        refs = administered_refs_across(list(span.workspaces))
+    return span, Q(root_key__in=[ref.root_key for ref in refs])
 
 
 def decision_list(*, data: DecisionListInput, caller: Caller) -> DecisionList:
-    _resolved, visible = _scoped(data, caller)
+    span, visible = _scoped(data, caller)
     queryset = Decision.objects.filter(visible)
     if data.filename:
         queryset = queryset.filter(target_filename=data.filename)
@@ -84,8 +90,8 @@ def decision_list(*, data: DecisionListInput, caller: Caller) -> DecisionList:
     if since is not None:
         queryset = queryset.filter(decided_at__gte=since)
     binding = {"filename": data.filename, "op": data.op, "origin": data.origin, "since": data.since,
-               "scope": data.scope,
-               "agent": data.agent_name, "tier": data.agent_tier, "workspace": _resolved.workspace_id}
+               "scope": data.scope, "agent": data.agent_name, "tier": data.agent_tier,
+               "workspaces": span.workspace_ids, "across": span.across}
     rows, page = page_of(
         queryset.order_by("-decided_at", "-id").defer("post_content", "prior_content"),
         cursor=data.cursor, limit=data.limit, binding=binding,
@@ -97,7 +103,7 @@ def _get(data: DecisionIdInput, caller: Caller) -> Decision:
     if not data.decision_id.startswith("dec_") or len(data.decision_id) != 28:
         raise ValidationError("Decision ids look like dec_ followed by 24 hex characters.",
                               details={"field": "decision_id", "reason": "format"})
-    _resolved, visible = _scoped(data, caller)
+    _span, visible = _scoped(data, caller)
     decision = Decision.objects.filter(visible, id=data.decision_id).first()
     if decision is None:
         tombstone = pruned_record(data.decision_id, _root_keys(visible))
@@ -125,9 +131,11 @@ def decision_show(*, data: DecisionIdInput, caller: Caller) -> DecisionShow:
 
 def decision_revert(*, data: RevertInput, caller: Caller) -> RevertResult:
     decision = _get(data, caller)
-    resolved = resolve(data, caller)
+    # The revert is decided under the configuration of the decision's own workspace, wherever it was found from.
+    workspace = decision.workspace_id if data.all_workspaces else data.workspace
+    config = resolve(Selector(workspace=workspace or None), caller).config
     outcome = revert_decision(decision.id, origin=caller.origin, session_id=caller.session_id or "",
-                              config=resolved.config, dry_run=data.dry_run)
+                              config=config, dry_run=data.dry_run)
     return RevertResult(decision=decision_summary(outcome.decision), reverted=outcome.applied, dry_run=outcome.dry_run)
 
 

@@ -15,9 +15,9 @@ from memory.domain.enums import EventOp
 from memory.domain.models import utc_now
 from memory.models import Event
 
-from .inputs import Caller, Input, Selector
+from .inputs import Caller, Input, all_workspaces_field
 from .paging import cursor_field, limit_field, page_of
-from .resolution import resolve
+from .resolution import resolve_span
 from .results import Page, Result, iso
 from .timefilter import SINCE, parse_since
 
@@ -40,10 +40,12 @@ def ops_of(family: str) -> list[str]:
 
 
 class EventListInput(Input):
-    """Events of the global scope, plus one workspace's when a workspace is given; never another workspace's."""
+    """Events of the global scope, plus one workspace's when a workspace is given (never another workspace's), or
+    for an operator, with all_workspaces, those of every known workspace."""
 
     workspace: str | None = Field(default=None, description=(
         "The workspace, as its ULID or a directory inside it: its events join the global ones."))
+    all_workspaces: bool = all_workspaces_field()
     family: EventFamily | None = Field(default=None, description=(
         "Only events of this family: write, rejected, recall, dream, extractor, provider, workspace or decisions."))
     since: str | None = Field(default=None, description=SINCE)
@@ -73,8 +75,11 @@ class EventList(Result):
 
 
 class ActivityInput(Input):
-    workspace: str | None = None
-    hours: int = Field(default=168, ge=1, le=24 * 31)
+    workspace: str | None = Field(default=None, description=(
+        "The workspace, as its ULID or a directory inside it: its events join the global ones."))
+    all_workspaces: bool = all_workspaces_field()
+    hours: int = Field(default=168, ge=1, le=24 * 31, description=(
+        "How many hours to count, ending with the current one: default 168 (a week), at most 744."))
 
 
 class ActivityBucket(Result):
@@ -90,19 +95,19 @@ class Activity(Result):
     totals: dict[str, int]
 
 
-def _workspace_ids(workspace: str | None, caller: Caller) -> list[str]:
-    return resolve(Selector(workspace=workspace), caller).event_workspace_ids
+def _workspace_ids(data: EventListInput | ActivityInput, caller: Caller) -> list[str]:
+    return resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces).event_workspace_ids
 
 
 def event_list(*, data: EventListInput, caller: Caller) -> EventList:
-    workspace_ids = _workspace_ids(data.workspace, caller)
+    workspace_ids = _workspace_ids(data, caller)
     queryset = Event.objects.filter(workspace_id__in=workspace_ids)
     if data.family is not None:
         queryset = queryset.filter(op__in=ops_of(data.family))
     since = parse_since(data.since)
     if since is not None:
         queryset = queryset.filter(ts__gte=since)
-    binding = {"workspace": workspace_ids[-1], "family": data.family, "since": data.since}
+    binding = {"workspaces": workspace_ids, "family": data.family, "since": data.since}
     rows, page = page_of(queryset.order_by("-ts", "-id"), cursor=data.cursor, limit=data.limit, binding=binding)
     return EventList(events=[_item(row) for row in rows], page=Page(**page))
 
@@ -119,7 +124,7 @@ def _item(event: Event) -> EventItem:
 def event_activity(*, data: ActivityInput, caller: Caller) -> Activity:
     """Events per hour over the last `hours` hours for the write, recall and rejected families; every hour is
     present, empty ones with zero counts, oldest first."""
-    workspace_ids = _workspace_ids(data.workspace, caller)
+    workspace_ids = _workspace_ids(data, caller)
     now = utc_now()
     end = now.replace(minute=0, second=0, microsecond=0)
     start = end - timedelta(hours=data.hours - 1)

@@ -48,6 +48,14 @@ class Selector(Input):
         "left out by default."))
 
 
+def all_workspaces_field() -> Any:
+    """The one declaration of the across-workspaces switch, on the operator reads that offer it."""
+    return Field(default=False, description=(
+        "Read across every workspace this machine knows (the operator's view, and the inspector's default): the "
+        "global scope, each known workspace and the agents' tiers in each, every row still named by its "
+        "workspace_id. Not together with workspace; refused to an agent, which reads its own workspace."))
+
+
 @dataclass(frozen=True)
 class Caller:
     """Who is calling and from where: the surface (origin), the directory a workspace is found from, and the

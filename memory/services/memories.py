@@ -16,9 +16,9 @@ from memory.models import CatalogEntry
 from memory.recall.package import staleness_banner
 
 from .documents import document_get
-from .inputs import Caller, Selector
+from .inputs import Caller, Selector, all_workspaces_field
 from .paging import cursor_field, limit_field, page_of
-from .resolution import resolve
+from .resolution import resolve, resolve_span
 from .results import (
     MemoryDetail,
     MemoryList,
@@ -29,7 +29,7 @@ from .results import (
     memory_summary,
     memory_summary_from_fields,
 )
-from .scopes import file_ref, resolve_ref, visible_refs, write_needs_workspace
+from .scopes import file_ref, resolve_ref, visible_refs, visible_refs_across, write_needs_workspace
 from .writes import candidate_submit
 
 FILENAME = "The memory's file name as listed, such as project_release_process.md."
@@ -48,6 +48,7 @@ class ListInput(Selector):
     detail: bool = Field(default=False, description=(
         "Give each item in full (workspace_id, created_at, size, content_hash, is_system) rather than only "
         "filename, name, description, type, scope, agent_name, agent_tier and updated_at."))
+    all_workspaces: bool = all_workspaces_field()
 
 
 class ShowInput(Selector):
@@ -83,8 +84,8 @@ class DeleteInput(Selector):
 
 
 def memory_list(*, data: ListInput, caller: Caller) -> MemoryList:
-    resolved = resolve(data, caller)
-    refs = visible_refs(data, resolved)
+    span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
+    refs = visible_refs_across(data, span.workspace_ids) if span.across else visible_refs(data, span.resolved)
     queryset = CatalogEntry.objects.filter(root_key__in=[ref.root_key for ref in refs])
     if not data.include_system:
         queryset = queryset.filter(is_system=False)

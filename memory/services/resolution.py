@@ -9,8 +9,8 @@ from pathlib import Path
 from compozy.config import Config, compozy_home, get_config
 from memory.controller.events import event_record
 from memory.domain.document import Limits
-from memory.domain.enums import EventOp, Scope
-from memory.domain.errors import WorkspaceRequired
+from memory.domain.enums import EventOp, Origin, Scope
+from memory.domain.errors import ScopeInvalid, ValidationError, WorkspaceRequired
 from memory.domain.models import ScopeRef, utc_now
 from memory.models import Workspace
 from memory.store import roots as store_roots
@@ -51,6 +51,75 @@ class Resolved:
 
     def root(self, ref: ScopeRef) -> Path:
         return store_roots.root_path(ref, self.workspace_dir)
+
+
+@dataclass(frozen=True)
+class KnownWorkspace:
+    """A workspace this machine has registered (memory_workspaces): its ULID, the path last seen for it, and that
+    directory when it still holds this workspace (None when it was moved or removed since)."""
+
+    id: str
+    path: str
+    directory: Path | None
+
+    @classmethod
+    def of(cls, identity: WorkspaceIdentity) -> KnownWorkspace:
+        return cls(id=identity.id, path=str(identity.directory), directory=identity.directory)
+
+
+def known_workspaces() -> list[KnownWorkspace]:
+    """Every registered workspace, by path. A row whose directory no longer holds that workspace (moved, deleted,
+    or a different workspace.toml there now) is kept, without a directory: its catalog rows and decisions are
+    still keyed by its ULID."""
+    known = []
+    for workspace_id, path in Workspace.objects.order_by("path", "id").values_list("id", "path"):
+        directory: Path | None = Path(path)
+        try:
+            if read_identity(directory).id != workspace_id:
+                directory = None
+        except ValidationError:
+            directory = None  # no readable workspace.toml there any more
+        known.append(KnownWorkspace(id=workspace_id, path=path, directory=directory))
+    return known
+
+
+@dataclass(frozen=True)
+class Span:
+    """The workspaces one read covers: the caller's own (or none), as `resolve` finds it, or with all_workspaces
+    every workspace this machine knows. Either way each is named by its ULID, so every query stays keyed by
+    explicit workspace ids; `config` is the caller's (the home configuration across workspaces)."""
+
+    resolved: Resolved
+    workspaces: tuple[KnownWorkspace, ...]
+    across: bool
+
+    @property
+    def config(self) -> Config:
+        return self.resolved.config
+
+    @property
+    def workspace_ids(self) -> list[str]:
+        return [workspace.id for workspace in self.workspaces]
+
+    @property
+    def event_workspace_ids(self) -> list[str]:
+        """The global events and those of each covered workspace."""
+        return ["", *self.workspace_ids]
+
+
+def resolve_span(workspace: str | None, caller: Caller, *, all_workspaces: bool) -> Span:
+    if not all_workspaces:
+        resolved = resolve(Selector(workspace=workspace), caller)
+        own = (KnownWorkspace.of(resolved.workspace),) if resolved.workspace else ()
+        return Span(resolved=resolved, workspaces=own, across=False)
+    if workspace:
+        raise ValidationError("Give workspace or all_workspaces, not both.",
+                              details={"field": "all_workspaces", "reason": "with_workspace"})
+    if caller.origin is Origin.TOOL:
+        # The spec's read precedence for an agent: global, its workspace, its own tiers. Never other projects.
+        raise ScopeInvalid("all_workspaces is the operator's view; an agent reads its own workspace.",
+                           details={"field": "all_workspaces", "reason": "operator_only"})
+    return Span(resolved=Resolved(None, get_config(None)), workspaces=tuple(known_workspaces()), across=True)
 
 
 def resolve(selector: Selector, caller: Caller, *, create_workspace: bool = False) -> Resolved:

@@ -239,6 +239,21 @@ class ReindexResult(Result):
     generation: int
 
 
+class WorkspaceHealth(Result):
+    """One workspace in a health report: its own roots (the workspace scope and its agents' workspace tiers)."""
+
+    id: str
+    path: str
+    # missing: the directory last seen for it no longer holds this workspace; only its catalog rows are counted.
+    status: Literal["ok", "degraded", "missing"]
+    files: int
+    indexed_files: int
+    drift_files: int
+    invalid_files: int
+    unapplied_decisions: int
+    last_operation_at: str | None
+
+
 class Health(Result):
     status: str
     reason: str
@@ -257,6 +272,10 @@ class Health(Result):
     operation_count: int
     last_operation_at: str | None
     generation: int
+    # Whether the report covers every known workspace (all_workspaces) or only the caller's; a row per workspace
+    # covered either way.
+    all_workspaces: bool
+    workspaces: list[WorkspaceHealth]
     dream: dict[str, Any]
     extractor: dict[str, Any]
     # Recall's vectors: the configured model, chunks without a vector, and chunks whose vector is another model's.

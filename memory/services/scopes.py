@@ -46,28 +46,13 @@ def resolve_ref(selector: Selector, memory_type: MemoryType | None, resolved: Re
             raise ScopeInvalid("scope is required here: it cannot be inferred.",
                               details={"field": "scope", "reason": "scope_required"})
         scope = DEFAULT_SCOPE_BY_TYPE[memory_type]
-    tier: AgentTier | None = None
-    agent = ""
-    if scope is Scope.AGENT:
-        if not selector.agent_name:
-            raise ScopeInvalid("Scope agent needs agent_name.",
-                               details={"field": "agent_name", "reason": "agent_required"})
-        agent = validate_agent_name(selector.agent_name)
-        tier = selector.agent_tier or AgentTier.WORKSPACE
-    elif selector.agent_name or selector.agent_tier:
-        raise ScopeInvalid(
-            "agent_name and agent_tier are only allowed with scope agent.",
-            details={"field": "scope", "reason": "agent_outside_agent_scope"},
+    ref = _explicit_ref(scope, selector, resolved.workspace_id)
+    if ref is None:
+        raise WorkspaceRequired(
+            f"Scope {scope.value} needs a workspace, and none was given or found: set workspace.",
+            details={"field": "workspace", "scope": scope.value, "reason": "no_workspace"},
         )
-    workspace_id = ""
-    if needs_workspace(scope, tier):
-        if resolved.workspace is None:
-            raise WorkspaceRequired(
-                f"Scope {scope.value} needs a workspace, and none was given or found: set workspace.",
-                details={"field": "workspace", "scope": scope.value, "reason": "no_workspace"},
-            )
-        workspace_id = resolved.workspace.id
-    return ScopeRef(scope=scope, workspace_id=workspace_id, agent_name=agent, agent_tier=tier)
+    return ref
 
 
 def file_ref(selector: Selector, filename: str, resolved: Resolved) -> ScopeRef:
@@ -80,11 +65,51 @@ def visible_refs(selector: Selector, resolved: Resolved) -> list[ScopeRef]:
     """The roots a read may see: global, this workspace, this agent's global tier and its tier here."""
     if selector.scope is not None:
         return [resolve_ref(selector, None, resolved)]
+    return _visible_in(selector, resolved.workspace_id)
+
+
+def visible_refs_across(selector: Selector, workspace_ids: list[str]) -> list[ScopeRef]:
+    """The roots a read across these workspaces may see: what `visible_refs` gives in each one, the roots they
+    share (global, an agent's global tier) once. With a scope that needs a workspace and none known: nothing."""
+    refs: dict[str, ScopeRef] = {}
+    for workspace_id in workspace_ids or [""]:
+        if selector.scope is not None:
+            ref = _explicit_ref(selector.scope, selector, workspace_id)
+            found = [ref] if ref is not None else []
+        else:
+            found = _visible_in(selector, workspace_id)
+        for ref in found:
+            refs.setdefault(ref.root_key, ref)
+    return list(refs.values())
+
+
+def _explicit_ref(scope: Scope, selector: Selector, workspace_id: str) -> ScopeRef | None:
+    """The root of `scope` with the selector's agent in workspace `workspace_id` ("" for none); None when that
+    root needs a workspace and there is none."""
+    if scope is Scope.AGENT:
+        if not selector.agent_name:
+            raise ScopeInvalid("Scope agent needs agent_name.",
+                               details={"field": "agent_name", "reason": "agent_required"})
+        tier = selector.agent_tier or AgentTier.WORKSPACE
+        agent = validate_agent_name(selector.agent_name)
+    elif selector.agent_name or selector.agent_tier:
+        raise ScopeInvalid("agent_name and agent_tier are only allowed with scope agent.",
+                           details={"field": "scope", "reason": "agent_outside_agent_scope"})
+    else:
+        tier, agent = None, ""
+    if not needs_workspace(scope, tier):
+        return ScopeRef(scope=scope, agent_name=agent, agent_tier=tier)
+    if not workspace_id:
+        return None
+    return ScopeRef(scope=scope, workspace_id=workspace_id, agent_name=agent, agent_tier=tier)
+
+
+def _visible_in(selector: Selector, ws: str) -> list[ScopeRef]:
+    """Every scope's roots visible from workspace `ws` ("" for none), with the agent's two tiers when named."""
     if selector.agent_tier and not selector.agent_name:
         raise ScopeInvalid("agent_tier needs agent_name.",
                            details={"field": "agent_name", "reason": "tier_without_agent"})
     refs = [ScopeRef(scope=Scope.GLOBAL)]
-    ws = resolved.workspace_id
     if ws:
         refs.append(ScopeRef(scope=Scope.WORKSPACE, workspace_id=ws))
     if selector.agent_name:

@@ -29,6 +29,8 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 from playwright.sync_api import Browser, BrowserContext, Page, Route, sync_playwright  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
+# The server's local zone, which the inspector shows times in: one without daylight saving, so titles are stable.
+SERVER_TIME_ZONE = "Asia/Kolkata"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost"})
 ARTIFACTS = Path(os.environ.get("ARTIFACTS_DIR") or REPO / ".artifacts") / "browser"
 TIMEOUT_MS = 15_000
@@ -36,12 +38,15 @@ TIMEOUT_MS = 15_000
 
 @dataclass
 class Server:
-    """The running `compozy serve`, the data it serves, and the workspace the tests write into."""
+    """The running `compozy serve`, the data it serves, and the workspace the tests write into (a second one,
+    `other`, holds data too, so the default views show two workspaces)."""
 
     base_url: str
     first_link: str
     cli: Cli
     workspace_id: str
+    other: Cli
+    other_workspace_id: str
 
     @property
     def workspace_dir(self) -> Path:
@@ -83,10 +88,21 @@ def server() -> Iterator[Server]:
                    "--content", "The browser suite writes its memories into this workspace.")
         assert seed.code == 0, seed.stdout + seed.stderr
         workspace_id = json.loads(seed.stdout)["decision"]["workspace_id"]
-        live = start_serve(home, workspace_dir, root / "serve.log")
+        other_dir = root / "billing-service"
+        (other_dir / ".git").mkdir(parents=True)
+        other = Cli(home=home, cwd=other_dir)
+        other_id = ""
+        for name, content in (("Invoice retries", "Failed invoices are retried three times, an hour apart."),
+                              ("Ledger export", "The ledger exports to the finance bucket every night at 02:00.")):
+            written = other("memory", "write", "-o", "json", "--type", "project", "--name", name,
+                            "--description", f"How {name.lower()} work", "--content", content)
+            assert written.code == 0, written.stdout + written.stderr
+            other_id = json.loads(written.stdout)["decision"]["workspace_id"]
+        live = start_serve(home, workspace_dir, root / "serve.log", env={"TZ": SERVER_TIME_ZONE})
         try:
             assert live.signin_link.startswith(f"{live.base_url}/inspector/signin?token="), live.signin_link
-            yield Server(base_url=live.base_url, first_link=live.signin_link, cli=cli, workspace_id=workspace_id)
+            yield Server(base_url=live.base_url, first_link=live.signin_link, cli=cli, workspace_id=workspace_id,
+                         other=other, other_workspace_id=other_id)
         finally:
             stop_serve(live)
     finally:

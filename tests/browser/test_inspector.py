@@ -119,8 +119,8 @@ def test_a_memory_written_in_the_form_is_listed_opened_and_traced_to_its_decisio
     trace = page.get_by_role("region", name="Rule trace")
     trace_rows = trace.locator("tbody tr")
     assert trace_rows.count() >= 2
-    expect(trace_rows.filter(has_text="normalize").locator("td").nth(1)).to_have_text("yes")
-    expect(trace_rows.filter(has_text="scan").first.locator("td").nth(1)).to_have_text("yes")
+    expect(trace_rows.filter(has_text="normalize").locator("td").nth(1)).to_have_text("passed")
+    expect(trace_rows.filter(has_text="scan").first.locator("td").nth(1)).to_have_text("passed")
 
 
 # --- 3. a rejected write ---------------------------------------------------------------------------------------
