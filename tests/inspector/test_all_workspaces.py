@@ -24,7 +24,7 @@ NOWHERE = Caller(origin=Origin.HTTP)
 @pytest.fixture
 def two(home, workspace_dir, tmp_path) -> dict[str, tuple[Path, str]]:
     other = tmp_path / "other"
-    other.mkdir()
+    (other / ".git").mkdir(parents=True)  # a workspace is created only at a git checkout
     h.write(workspace_dir, name="Alpha deploys", content="Alpha deploys from the main branch.")
     h.write(other, name="Beta deploys", content="Beta deploys from tags only.")
     h.write(workspace_dir, name="Shared habit", type="user", content="The operator prefers short answers.")

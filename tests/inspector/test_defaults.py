@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def two(home, workspace_dir, tmp_path):
     other = tmp_path / "beta-service"
-    other.mkdir()
+    (other / ".git").mkdir(parents=True)  # a workspace is created only at a git checkout
     h.write(workspace_dir, name="Alpha deploys", content="Alpha deploys from the main branch.")
     h.write(other, name="Beta deploys", content="Beta deploys from tags only.")
     h.write(workspace_dir, name="Operator habit", type="user", content="The operator prefers short answers.")
