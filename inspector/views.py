@@ -396,7 +396,7 @@ def _dream_workspace(source: Any) -> dict[str, Any]:
     if not chosen:
         known = _choices()["workspaces"]
         if len(known) == 1:
-            chosen = {"workspace": known[0].id}
+            chosen = {"workspace": known[0]["id"]}
     return chosen
 
 
