@@ -31,9 +31,11 @@ TABLE_LAYOUT = """() => [...document.querySelectorAll('main table')].map(t => {
             text: (row ? row.innerText : '').slice(0, 60)};
 })"""
 
-# How many lines each file name in a table takes: an inline element has one client rect per line it spans.
+# How many lines each file name in a table takes: the distinct tops of its client rects (an inline element has a
+# rect per line, and Chromium gives one per text run between two <wbr> as well, on the same line).
 FILENAME_LINES = """() => [...document.querySelectorAll('main td code.file, main th code.file')].map(c => ({
-    name: c.textContent, lines: c.getClientRects().length}))"""
+    name: c.textContent,
+    lines: new Set([...c.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top))).size}))"""
 
 
 def shoot(page: Page, name: str) -> None:
