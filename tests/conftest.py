@@ -22,6 +22,8 @@ os.environ["COMPOZY_HOME"] = _SESSION_HOME
 for _name in list(os.environ):
     if _name.startswith("COMPOZY_") and ("__" in _name or _name in ("COMPOZY_WORKSPACE", "COMPOZY_FAULT")):
         del os.environ[_name]
+# Only now may Django load: pytest-django sets it up in pytest_configure, which runs after this file is imported.
+os.environ["DJANGO_SETTINGS_MODULE"] = "compozy.settings"
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
