@@ -41,20 +41,29 @@ _COLUMNS = ("s.root_key, s.filename, s.recall_count, s.recall_score, s.last_reca
 # The score computed by SQLite over every eligible signal (1,000 signals in a few milliseconds, where building
 # them in Python took tens), with the weights and half-life of memory.domain.dreaming.candidate_score, which
 # remains the reference (tests compare the two). Only the chosen rows come back to Python.
-_SCORED = f"""
-WITH parts AS (
-  SELECT {_COLUMNS},
+_PARTS = """
          MIN(1.0, s.recall_count * 1.0 / %s) AS frequency,
          MAX(0.0, MIN(1.0, s.recall_score)) AS relevance,
          pow(0.5, MAX(0.0, (%s - julianday(s.last_recalled_at)) / %s)) AS recency,
          pow(0.5, MAX(0.0, (%s - julianday(e.updated_at)) / %s)) AS freshness
+"""
+_SCORE = "%s * frequency + %s * relevance + %s * recency + %s * freshness"
+_SCORED = f"""
+WITH parts AS (
+  SELECT {_COLUMNS}, {_PARTS}
   {_WHERE}
 ), scored AS (
-  SELECT *, %s * frequency + %s * relevance + %s * recency + %s * freshness AS score FROM parts
+  SELECT *, {_SCORE} AS score FROM parts
 )
 SELECT root_key, filename, recall_count, recall_score, last_recalled_at, updated_at, name, type, scope, agent_name,
        agent_tier, id, frequency, relevance, recency, freshness, COUNT(*) OVER () AS eligible
 FROM scored WHERE score >= %s ORDER BY score DESC, root_key, filename LIMIT %s
+"""
+# The signal gate needs only how many are eligible: an aggregate over the score, with none of the rows' columns
+# and no window over them (which made SQLite keep every scored row to count it), about half the work.
+_COUNTED = f"""
+SELECT COUNT(*) FROM (SELECT {_PARTS} {_WHERE})
+WHERE {_SCORE} >= %s
 """
 _sql_math: bool | None = None
 
@@ -117,29 +126,48 @@ def _where_params(workspace_id: str, dream: DreamConfig) -> list[object]:
             Origin.DREAMING.value]
 
 
-def select_candidates(workspace_id: str, dream: DreamConfig, *, now: datetime) -> Selection:
+def _score_params(workspace_id: str, dream: DreamConfig, now: datetime) -> list[object]:
+    """The parameters of _PARTS, _WHERE, _SCORE and the minimum score, in that order."""
+    julian, half_life = _julian(now), dream.half_life_days
+    return [FULL_FREQUENCY_COUNT, julian, half_life, julian, half_life, *_where_params(workspace_id, dream),
+            WEIGHT_FREQUENCY, WEIGHT_RELEVANCE, WEIGHT_RECENCY, WEIGHT_FRESHNESS, dream.gates.min_score]
+
+
+def _scored_rows(sql: str, params: list[object]) -> list[tuple] | None:
+    """The rows of a scoring query, or None when SQLite has no math functions (then the caller scores in Python)."""
     global _sql_math
-    if _sql_math is not False:
-        julian, half_life = _julian(now), dream.half_life_days
-        params = [FULL_FREQUENCY_COUNT, julian, half_life, julian, half_life, *_where_params(workspace_id, dream),
-                  WEIGHT_FREQUENCY, WEIGHT_RELEVANCE, WEIGHT_RECENCY, WEIGHT_FRESHNESS, dream.gates.min_score,
-                  dream.max_candidates]
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(_SCORED, params)
-                rows = cursor.fetchall()
-            _sql_math = True
-        except OperationalError as exc:
-            if "no such function" not in str(exc):
-                raise
-            _sql_math = False  # an SQLite built without its math functions: score in Python
-        else:
-            chosen = [DreamCandidate(root, filename, name, kind, scope, agent, tier, count, ema, moment(last),
-                                     moment(updated), ScoreParts(frequency, relevance, recency, freshness), entry)
-                      for (root, filename, count, ema, last, updated, name, kind, scope, agent, tier, entry,
-                           frequency, relevance, recency, freshness, _eligible) in rows]
-            return Selection(eligible=rows[0][-1] if rows else 0, chosen=chosen)
-    return _select_in_python(workspace_id, dream, now=now)
+    if _sql_math is False:
+        return None
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+    except OperationalError as exc:
+        if "no such function" not in str(exc):
+            raise
+        _sql_math = False  # an SQLite built without its math functions: score in Python
+        return None
+    _sql_math = True
+    return rows
+
+
+def count_candidates(workspace_id: str, dream: DreamConfig, *, now: datetime) -> int:
+    """How many candidates are eligible, without choosing any: what the signal gate's check needs."""
+    rows = _scored_rows(_COUNTED, _score_params(workspace_id, dream, now))
+    if rows is None:
+        return _select_in_python(workspace_id, dream, now=now).eligible
+    return int(rows[0][0])
+
+
+def select_candidates(workspace_id: str, dream: DreamConfig, *, now: datetime) -> Selection:
+    rows = _scored_rows(_SCORED, [*_score_params(workspace_id, dream, now), dream.max_candidates])
+    if rows is None:
+        return _select_in_python(workspace_id, dream, now=now)
+    chosen = [DreamCandidate(root, filename, name, kind, scope, agent, tier, count, ema, moment(last),
+                             moment(updated), ScoreParts(frequency, relevance, recency, freshness), entry)
+              for (root, filename, count, ema, last, updated, name, kind, scope, agent, tier, entry,
+                   frequency, relevance, recency, freshness, _eligible) in rows]
+    return Selection(eligible=rows[0][-1] if rows else 0, chosen=chosen)
 
 
 def _select_in_python(workspace_id: str, dream: DreamConfig, *, now: datetime) -> Selection:

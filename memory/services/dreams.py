@@ -15,7 +15,7 @@ from memory.domain.dreaming import Gate, RunStatus
 from memory.domain.errors import Conflict, MemoryError_, NotFound, ValidationError, WorkspaceRequired
 from memory.domain.models import utc_now
 from memory.dreaming import gates as g
-from memory.dreaming.candidates import select_candidates
+from memory.dreaming.candidates import Selection, count_candidates
 from memory.dreaming.lock import lock_state
 from memory.dreaming.run import Attempt, attempt, gate_json
 from memory.models import Consolidation, Decision, Event, Workspace
@@ -264,7 +264,8 @@ def dream_status(*, data: DreamStatusInput, caller: Caller) -> DreamStatus:
         g.check_time(dream, last, now, force=False),
         g.check_sessions(dream, g.sessions_since(workspace_id, last), force=False),
         g.check_lock(lock_state(workspace_id), now),
-        g.check_signal(dream, select_candidates(workspace_id, dream, now=now)),
+        # The status only counts the eligible candidates; choosing them is the run's work.
+        g.check_signal(dream, Selection(eligible=count_candidates(workspace_id, dream, now=now), chosen=[])),
     ]
     runs = Consolidation.objects.filter(workspace_id=workspace_id)
     running = runs.filter(status=RunStatus.RUNNING.value).order_by("-started_at").first()

@@ -409,6 +409,10 @@ def test_sqlite_scores_candidates_exactly_as_the_reference_formula(ws, monkeypat
     in_sql = module.select_candidates(workspace_id(ws), dream, now=now)
     in_python = module._select_in_python(workspace_id(ws), dream, now=now)
     assert in_sql.eligible == in_python.eligible > 0
+    # The signal gate's count (one aggregate, no rows) agrees with the selection's, in SQL and in Python.
+    assert module.count_candidates(workspace_id(ws), dream, now=now) == in_sql.eligible
+    monkeypatch.setattr(module, "_sql_math", False)
+    assert module.count_candidates(workspace_id(ws), dream, now=now) == in_python.eligible
     assert [c.filename for c in in_sql.chosen] == [c.filename for c in in_python.chosen]
     for left, right in zip(in_sql.chosen, in_python.chosen, strict=True):
         for part in ("frequency", "relevance", "recency", "freshness"):
