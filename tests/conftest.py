@@ -30,6 +30,17 @@ VENV_BIN = Path(sys.executable).parent
 COMPOZY = str(VENV_BIN / "compozy")
 
 
+@pytest.fixture(autouse=True)
+def _no_derived_state_across_tests():
+    """Recall caches derived state per process, keyed by the memory generation. pytest-django rolls every test
+    back, so generation numbers and chunk ids repeat from one test to the next: each test starts with none."""
+    yield
+    if "memory.recall.pipeline" in sys.modules:
+        sys.modules["memory.recall.pipeline"].forget_statistics()
+    if "memory.catalog.vectors" in sys.modules:
+        sys.modules["memory.catalog.vectors"].forget_matrices()
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "home"

@@ -93,22 +93,26 @@ RECALL_COLUMNS = ("entry_id", "bm25", "snippet", "root_key", "scope", "workspace
                   "content_hash", "is_system", "origin_session", "chunk_id")
 
 
-def count_matches(cursor, expression: str, cap: int) -> int:
-    """How many documents match, counted up to `cap` (the scan stops there, so a common term stays cheap)."""
-    cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {UNICODE_TABLE} WHERE {UNICODE_TABLE} MATCH %s LIMIT %s)",
-                   [expression, cap])
-    return int(cursor.fetchone()[0])
+def term_statistics(cursor, forms: list[tuple[str, str]], cap: int) -> list[tuple[int, bool]]:  # noqa: ANN001
+    """For each term, given as (its word-index expression, its whole-word expression): how many documents match
+    the first, counted up to `cap` (the scan stops there, so a common term stays cheap), and whether any document
+    holds the second (FTS5 stops at the first hit). One statement for all the terms of a question."""
+    if not forms:
+        return []
+    parts = []
+    params: list[object] = []
+    for expression, whole_word in forms:
+        parts.append(f"(SELECT count(*) FROM (SELECT 1 FROM {UNICODE_TABLE} WHERE {UNICODE_TABLE} MATCH %s LIMIT %s)),"
+                     f" EXISTS (SELECT 1 FROM {UNICODE_TABLE} WHERE {UNICODE_TABLE} MATCH %s)")
+        params.extend([expression, cap, whole_word])
+    cursor.execute("SELECT " + ", ".join(parts), params)
+    values = cursor.fetchone()
+    return [(int(values[2 * index]), bool(values[2 * index + 1])) for index in range(len(forms))]
 
 
 def document_count(cursor) -> int:
     cursor.execute("SELECT count(*) FROM memory_chunks")
     return int(cursor.fetchone()[0])
-
-
-def term_exists(cursor, expression: str) -> bool:
-    """Whether any document matches; FTS5 stops at the first hit, so this is cheap even for common terms."""
-    cursor.execute(f"SELECT rowid FROM {UNICODE_TABLE} WHERE {UNICODE_TABLE} MATCH %s LIMIT 1", [expression])
-    return cursor.fetchone() is not None
 
 
 # The ranked FTS5 query runs alone first (joining every match to its catalog row costs more than the ranking),
@@ -119,8 +123,10 @@ _ROW_COLUMNS = (
     "e.name, e.description, c.body, e.updated_at, e.created_at, e.size, e.content_hash, e.is_system, "
     "e.origin_session, c.id "
 )
-# CROSS JOIN fixes the loop order: chunks by rowid first. Left to itself, SQLite walks the root's whole index.
-_ROW_SQL = _ROW_COLUMNS + "FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
+
+
+_VISIBLE_SQL = ("SELECT c.id, c.entry_id FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
+                "WHERE c.id IN (SELECT value FROM json_each(%s)) AND e.root_key IN ({roots}){system}")
 
 
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
@@ -132,37 +138,40 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
     cursor.execute(f"SELECT rowid, {score} AS score FROM {table} WHERE {table} MATCH %s ORDER BY score LIMIT %s",
                    [expression, fetch])
     hits = cursor.fetchall()
-    ranked: list[tuple] = []
+    ranked: list[tuple[int, float]] = []
     if hits:
-        marks = ", ".join("%s" for _ in hits)
-        cursor.execute(_ROW_SQL + f"WHERE c.id IN ({marks}) AND e.root_key IN ({roots}){system}",
-                       [rowid for rowid, _score in hits] + list(root_keys))
-        by_chunk = {row[0]: row for row in cursor.fetchall()}
-        ranked = _best_per_entry(((by_chunk[rowid], value) for rowid, value in hits if rowid in by_chunk), limit)
+        # Which hits are visible, and whose: two integers a hit. Whole rows (text, timestamps) are read only for
+        # the best passage of each of the first `limit` memories, not for every over-fetched hit.
+        cursor.execute(_VISIBLE_SQL.format(roots=roots, system=system),
+                       [json.dumps([rowid for rowid, _score in hits]), *root_keys])
+        entry_of = dict(cursor.fetchall())
+        ranked = _best_per_entry(((rowid, entry_of[rowid], value) for rowid, value in hits if rowid in entry_of),
+                                 limit)
     if len(ranked) < limit and len(hits) == fetch:
         # Other roots' memories filled the over-fetched hits: rank within the visible roots directly.
         cursor.execute(
-            f"SELECT c.id, {score} AS score FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
+            f"SELECT c.id, c.entry_id, {score} AS score FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
             f"JOIN memory_catalog_entries e ON e.id = c.entry_id "
             f"WHERE {table} MATCH %s AND e.root_key IN ({roots}){system} ORDER BY score LIMIT %s",
             [expression, *root_keys, fetch],
         )
-        scored = cursor.fetchall()
-        marks = ", ".join("%s" for _ in scored)
-        cursor.execute(_ROW_SQL + f"WHERE c.id IN ({marks})", [rowid for rowid, _value in scored])
-        by_chunk = {row[0]: row for row in cursor.fetchall()}
-        ranked = _best_per_entry(((by_chunk[rowid], value) for rowid, value in scored if rowid in by_chunk), limit)
-    return [_recall_row(row, value) for row, value in ranked]
+        ranked = _best_per_entry(cursor.fetchall(), limit)
+    if not ranked:
+        return []
+    cursor.execute(_CHUNK_ROWS_SQL, [json.dumps([chunk for chunk, _value in ranked])])
+    by_chunk = {row[0]: row for row in cursor.fetchall()}
+    return [_recall_row(by_chunk[chunk], value) for chunk, value in ranked if chunk in by_chunk]
 
 
-def _best_per_entry(hits, limit: int) -> list[tuple]:  # noqa: ANN001
-    """Chunk hits (best first) to entry hits: each memory once, by its best passage."""
+def _best_per_entry(hits, limit: int) -> list[tuple[int, float]]:  # noqa: ANN001
+    """Chunk hits (chunk id, entry id, score; best first) to entry hits (chunk id, score): each memory once, by
+    its best passage."""
     seen: set[int] = set()
     ranked = []
-    for row, value in hits:
-        if row[1] not in seen:
-            seen.add(row[1])
-            ranked.append((row, value))
+    for chunk, entry, value in hits:
+        if entry not in seen:
+            seen.add(entry)
+            ranked.append((chunk, value))
             if len(ranked) == limit:
                 break
     return ranked
@@ -191,7 +200,8 @@ def _successor_sql(window: int, include_system: bool) -> str:
 # The same rows looked up by entry id (entries first, each joined to its first chunk).
 _ENTRY_ROWS_SQL = (_ROW_COLUMNS + "FROM memory_catalog_entries e CROSS JOIN memory_chunks c ON c.entry_id = e.id "
                    "WHERE e.id IN (SELECT value FROM json_each(%s)) AND c.ordinal = 0")
-# Rows by chunk id: the semantic list's hits.
+# Rows by chunk id: the lexical lists' chosen passages and the semantic list's hits. CROSS JOIN fixes the loop
+# order: chunks by rowid first. Left to itself, SQLite walks the root's whole index.
 _CHUNK_ROWS_SQL = (_ROW_COLUMNS + "FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
                    "WHERE c.id IN (SELECT value FROM json_each(%s))")
 _ENTRY_HEADERS_SQL = ("SELECT e.id, e.filename, e.name, e.description FROM memory_catalog_entries e "

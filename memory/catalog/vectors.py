@@ -125,6 +125,12 @@ _cache: dict[tuple[str, str, str], tuple[int, RootVectors]] = {}
 _cache_lock = threading.Lock()
 
 
+def forget_matrices() -> None:
+    """Drop the cached matrices (tests: each test's rollback makes generation numbers and chunk ids repeat)."""
+    with _cache_lock:
+        _cache.clear()
+
+
 def _read(cursor, root_key: str, model: str, chunk_ids: list[int] | None) -> list[tuple]:  # noqa: ANN001
     sql = ("SELECT c.id, c.entry_id, e.is_system, c.vector FROM memory_catalog_entries e "
            "CROSS JOIN memory_chunks c ON c.entry_id = e.id "

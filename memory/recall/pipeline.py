@@ -9,7 +9,6 @@ Weights, k and sizes come from configuration.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -105,31 +104,43 @@ class Recall:
     warning: str | None = None
 
 
+def _find(lowered: str, needle: str, whole: bool) -> int:
+    """Where `needle` first occurs in `lowered` not inside a longer word: no letter or digit just before it (an
+    underscore or punctuation is fine) and, when `whole`, none just after it; -1 when nowhere. The same matches as
+    the regex `(?<![^\\W_])needle` (with `(?![^\\W_])` when whole), found by str.find, which skips to each
+    occurrence, where the regex engine tried every position of a long passage."""
+    at = lowered.find(needle)
+    end = len(needle)
+    while at >= 0:
+        if (at == 0 or not lowered[at - 1].isalnum()) and (
+                not whole or at + end == len(lowered) or not lowered[at + end].isalnum()):
+            return at
+        at = lowered.find(needle, at + 1)
+    return -1
+
+
 @dataclass(frozen=True)
 class TermPattern:
     """The query's terms as found in a text: longer terms by the prefix their stem gives (the way the word index
-    matched them), shorter ones whole. `any` finds the first term of a text (for snippets); `needles` and `each`
-    say which terms a text holds, term by term: a substring test first, so the regex runs only for the few terms a
-    passage can hold."""
+    matched them), shorter ones whole (`whole`)."""
 
-    any: re.Pattern[str]
     needles: tuple[str, ...]
-    each: tuple[re.Pattern[str], ...]
+    whole: tuple[bool, ...]
+
+    def first(self, lowered: str) -> int | None:
+        """Where the first query term of a lowercased text starts."""
+        starts = [at for needle, whole in zip(self.needles, self.whole, strict=True)
+                  if (at := _find(lowered, needle, whole)) >= 0]
+        return min(starts) if starts else None
 
 
 def _term_pattern(query: RecallQuery) -> TermPattern:
-    groups = []
-    needles = []
+    needles, whole = [], []
     for term in query.terms:
-        if len(term) >= 4 and term.isalnum():
-            needles.append(stem(term))
-            groups.append(f"({re.escape(stem(term))})")
-        else:
-            needles.append(term)
-            groups.append(f"({re.escape(term)})(?![^\\W_])")
-    boundary = "(?<![^\\W_])"
-    return TermPattern(re.compile(boundary + "(?:" + "|".join(groups) + ")"), tuple(needles),
-                       tuple(re.compile(boundary + group) for group in groups))
+        prefix = len(term) >= 4 and term.isalnum()
+        needles.append(stem(term) if prefix else term)
+        whole.append(not prefix)
+    return TermPattern(tuple(needles), tuple(whole))
 
 
 SNIPPET_CHARS = 160
@@ -139,8 +150,9 @@ def snippet(pattern: TermPattern, text: str, fragments: list[str] = ()) -> str: 
     """A window of the passage around the first query term (or fragment) it contains, with ellipses where cut."""
     flat = " ".join(text.split())
     lowered = flat.lower()
-    match = pattern.any.search(lowered) if pattern.needles else None
-    start = match.start() if match else min((i for i in (lowered.find(f) for f in fragments) if i >= 0), default=0)
+    found = pattern.first(lowered)
+    start = found if found is not None else min((i for i in (lowered.find(f) for f in fragments) if i >= 0),
+                                                default=0)
     begin = max(0, start - SNIPPET_CHARS // 3)
     if begin:
         space = flat.find(" ", begin)
@@ -155,8 +167,8 @@ def snippet(pattern: TermPattern, text: str, fragments: list[str] = ()) -> str: 
 def _terms_in(pattern: TermPattern, text: str) -> set[int]:
     """The (1-based) positions of the query terms the text holds."""
     lowered = text.lower()
-    return {index for index, (needle, regex) in enumerate(zip(pattern.needles, pattern.each, strict=True), 1)
-            if needle in lowered and regex.search(lowered)}
+    return {index for index, (needle, whole) in enumerate(zip(pattern.needles, pattern.whole, strict=True), 1)
+            if _find(lowered, needle, whole) >= 0}
 
 
 @dataclass(frozen=True)
@@ -270,34 +282,47 @@ def _deepest_holders(candidates: list[RecallCandidate], root_keys: list[str]) ->
 # every memory a match to score. Below RARE_SHARE a term is rare enough to search as a substring too.
 COMMON_SHARE = 0.5
 RARE_SHARE = 0.01
-_documents: dict[tuple[str, int], int] = {}
+# Per database and memory generation: the document count, and each term's (document frequency counted up to the
+# common cut, whether the word index holds it as a whole word). Both change only when memories change, which
+# advances the generation; questions share most of their words, so most terms are answered from here.
+_statistics: dict[tuple[str, int], tuple[int, dict[str, tuple[int, bool]]]] = {}
+_STATISTICS_TERMS_MAX = 50_000  # a bound on memory; past it the terms are counted again
 
 
-def _document_count(cursor) -> int:  # noqa: ANN001
-    from memory.catalog.indexer import current_generation
+def _catalog_statistics(cursor, generation: int) -> tuple[int, dict[str, tuple[int, bool]]]:  # noqa: ANN001
+    key = (str(connection.settings_dict["NAME"]), generation)
+    found = _statistics.get(key)
+    if found is None or len(found[1]) > _STATISTICS_TERMS_MAX:
+        _statistics.clear()
+        found = _statistics[key] = (fts.document_count(cursor), {})
+    return found
 
-    key = (str(connection.settings_dict["NAME"]), current_generation())
-    if key not in _documents:
-        _documents.clear()
-        _documents[key] = fts.document_count(cursor)
-    return _documents[key]
+
+def forget_statistics() -> None:
+    """Drop the cached statistics (tests: each test's rollback makes generation numbers repeat)."""
+    _statistics.clear()
 
 
-def classify_terms(cursor, query: RecallQuery) -> tuple[set[str], set[str], set[str]]:  # noqa: ANN001
+def classify_terms(cursor, query: RecallQuery, generation: int) -> tuple[set[str], set[str], set[str]]:  # noqa: ANN001
     """(common, rare, unseen) by document frequency, each count stopping as soon as the answer is known."""
-    total = _document_count(cursor)
+    total, known = _catalog_statistics(cursor, generation)
     common_at = max(20, int(total * COMMON_SHARE))
     rare_below = max(20, int(total * RARE_SHARE))
+    new = [term for term in dict.fromkeys(query.terms) if term not in known]
+    if new:
+        counted = fts.term_statistics(cursor, [(query.unicode_form(term), quote_term(term)) for term in new],
+                                      common_at)
+        known.update(zip(new, counted, strict=True))
     common: set[str] = set()
     rare: set[str] = set()
     unseen: set[str] = set()
     for term in query.terms:
-        frequency = fts.count_matches(cursor, query.unicode_form(term), common_at)
+        frequency, whole_word = known[term]
         if frequency >= common_at:
             common.add(term)
         elif frequency < rare_below:
             rare.add(term)
-        if len(term) >= 3 and (frequency == 0 or not fts.term_exists(cursor, quote_term(term))):
+        if len(term) >= 3 and (frequency == 0 or not whole_word):
             unseen.add(term)
     return common, rare, unseen
 
@@ -346,11 +371,12 @@ def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: b
         # Enough chunks to hold `limit` memories even when long memories place several passages near the top.
         take = min(len(similarity), limit * 4)
         top = np.argpartition(-similarity, take - 1)[:take]
-        for index in top[np.argsort(-similarity[top], kind="stable")]:
-            value = float(similarity[index])
-            if value == -np.inf:
-                break
-            entry = int(root.entry_ids[index])
+        top = top[np.argsort(-similarity[top], kind="stable")]
+        top = top[similarity[top] != -np.inf]
+        # Each memory by its best passage: its first place in that order (np.unique keeps first occurrences).
+        _entries, first = np.unique(root.entry_ids[top], return_index=True)
+        for index in top[np.sort(first)].tolist():
+            value, entry = float(similarity[index]), int(root.entry_ids[index])
             if entry not in best or value > best[entry][0]:
                 best[entry] = (value, int(root.chunk_ids[index]))
     order = sorted(best, key=lambda entry: (-best[entry][0], entry))[:limit]
@@ -374,8 +400,9 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     columns = fts.RECALL_COLUMNS
     pattern = _term_pattern(query)
     warning = None
+    generation = current_generation()
     with connection.cursor() as cursor:
-        common, rare, unseen = classify_terms(cursor, query)
+        common, rare, unseen = classify_terms(cursor, query, generation)
         unicode_rows = fts.recall_unicode(cursor, expression=query.unicode_expression(common) or '""',
                                           root_keys=root_keys, include_system=include_system, limit=pool)
         trigram_expression = query.trigram_expression(rare, unseen)
@@ -391,7 +418,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
             try:
                 lexical = {row["chunk_id"] for row in unicode_list + trigram_list if row.get("chunk_id")}
                 semantic = semantic_list(query, root_keys=root_keys, include_system=include_system,
-                                         limit=pool, generation=current_generation(), lexical=lexical)
+                                         limit=pool, generation=generation, lexical=lexical)
                 known = {row["entry_id"] for row in unicode_list + trigram_list}
                 # Rows are read only for the memories this list alone brings in.
                 joining = {hit.chunk_id for hit in semantic if not hit.gated and hit.entry_id not in known}

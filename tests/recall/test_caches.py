@@ -1,0 +1,100 @@
+"""Recall keeps derived state in the process between queries (each root's chunk vectors, each term's document
+counts), keyed by the memory generation. Every write, edit, delete, revert and reindex must make the next search
+see the catalog as it now is: a stale vector or count is never served."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from memory.catalog import vectors
+from memory.catalog.indexer import current_generation
+from memory.recall import pipeline
+from memory.recall.query import parse_query
+from tests import helpers as h
+from tests.recall import helpers as r
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ws(home, workspace_dir):
+    r.ensure_workspace(workspace_dir)
+    return workspace_dir
+
+
+def workspace_root_key() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT root_key FROM memory_catalog_entries WHERE root_key LIKE 'workspace:%'")
+        return cursor.fetchone()[0]
+
+
+def stored_vectors(root_key: str) -> tuple[list[int], np.ndarray]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT c.id, c.vector FROM memory_chunks c JOIN memory_catalog_entries e ON e.id = c.entry_id "
+                       "WHERE e.root_key = %s AND e.is_system = 0 ORDER BY c.id", [root_key])
+        rows = cursor.fetchall()
+    return [chunk for chunk, _vector in rows], np.stack([np.frombuffer(bytes(v), dtype=np.float32) for _c, v in rows])
+
+
+def assert_matrix_is_current(root_key: str) -> None:
+    """What search would use now equals what the catalog holds now, chunk by chunk (system files aside)."""
+    served = vectors.root_matrix(root_key, current_generation(), vectors.model_id())
+    ids, matrix = stored_vectors(root_key)
+    visible = ~served.system
+    assert served.chunk_ids[visible].tolist() == ids
+    assert np.array_equal(served.matrix[visible], matrix)
+
+
+def classify(word: str) -> tuple[set[str], set[str], set[str]]:
+    with connection.cursor() as cursor:
+        return pipeline.classify_terms(cursor, parse_query(word), current_generation())
+
+
+def test_the_vector_matrix_follows_every_write_edit_delete_revert_and_reindex(ws):
+    first = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]
+    root_key = workspace_root_key()
+    assert_matrix_is_current(root_key)
+    second = h.write(ws, name="Alerts", content="Page the on-call when WAL archiving lags.")["decision"]
+    assert_matrix_is_current(root_key)
+    edited = h.edit(ws, filename=first["target_filename"], content="Restores are rehearsed every Thursday.")
+    assert_matrix_is_current(root_key)
+    h.revert(ws, edited["decision"]["id"])
+    assert_matrix_is_current(root_key)
+    h.delete(ws, filename=second["target_filename"])
+    assert_matrix_is_current(root_key)
+    # A hand edit taken in by reindex, then a rebuild that derives every row again.
+    path = ws / ".compozy" / "memory" / first["target_filename"]
+    path.write_text(path.read_text("utf-8").replace("Backups run nightly", "Snapshots are taken hourly"), "utf-8")
+    h.reindex(ws)
+    assert_matrix_is_current(root_key)
+    h.reindex(ws, rebuild=True)
+    assert_matrix_is_current(root_key)
+
+
+def test_term_counts_are_taken_again_after_a_write_an_edit_a_delete_and_a_reindex(ws):
+    # "zebrafish" is unseen (no memory holds the word), then rare once one does, and unseen again when it goes.
+    assert classify("zebrafish")[2] == {"zebrafish"}
+    filename = h.write(ws, name="Lab", content="The zebrafish tanks are cleaned on Mondays.")["decision"][
+        "target_filename"]
+    common, rare, unseen = classify("zebrafish")
+    assert (common, rare, unseen) == (set(), {"zebrafish"}, set())
+    h.edit(ws, filename=filename, content="The tanks are cleaned on Mondays.")
+    assert classify("zebrafish")[2] == {"zebrafish"}
+    path = ws / ".compozy" / "memory" / filename
+    path.write_text(path.read_text("utf-8").replace("The tanks", "The zebrafish tanks"), "utf-8")
+    h.reindex(ws)
+    assert classify("zebrafish")[2] == set()
+    h.delete(ws, filename=filename)
+    assert classify("zebrafish")[2] == {"zebrafish"}
+
+
+def test_a_term_becomes_common_once_enough_memories_hold_it(ws):
+    # Common means matched by at least 20 memories (and half of all): counted again as memories are written.
+    for index in range(12):
+        h.write(ws, name=f"Note {index}", content=f"Entry {index} mentions the pipeline and item{index}.")
+    assert classify("pipeline")[:2] == (set(), {"pipeline"})
+    for index in range(12, 24):
+        h.write(ws, name=f"Note {index}", content=f"Entry {index} mentions the pipeline and item{index}.")
+    assert classify("pipeline")[:2] == ({"pipeline"}, set())
