@@ -18,13 +18,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from memory.services import (
     UNPRINTABLE,
-    AgentTier,
     MemoryError_,
     MemoryType,
-    Op,
     Origin,
     Rejected,
-    Scope,
     catalog,
     decisions,
     dreams,
@@ -36,11 +33,24 @@ from memory.services import (
     snapshots,
     workspaces,
 )
-from memory.services.inputs import Caller
+from memory.services.inputs import Caller, Selector
 
 from . import rendering, signin
+from .forms import Form, form_of
 
-SELECTORS = ("scope", "agent_name", "agent_tier", "workspace", "include_system")
+SELECTORS = tuple(Selector.model_fields)
+
+# What each page leaves out of its input model's form, and why (every other field is a control; see forms.py).
+# Health and reindex cover every root of the chosen workspaces: a scope or an agent would narrow nothing.
+HEALTH_LEAVES_OUT = frozenset({"scope", "agent_name", "agent_tier"})
+REINDEX_LEAVES_OUT = frozenset(SELECTORS)  # the workspace comes from the page it is posted from
+# A write goes to the root its scope names: include_system is a read's switch.
+WRITE_LEAVES_OUT = frozenset({"include_system"})
+# An edit keeps the memory where it is: its root comes from the page's query string, its file from the URL.
+EDIT_LEAVES_OUT = frozenset({*SELECTORS, "filename"})
+# A session's log is found by its id (unique); the selectors only name the workspace it ran in.
+SNAPSHOT_LEAVES_OUT = frozenset({"scope", "agent_name", "agent_tier", "include_system"})
+DREAM_TRIGGER_LEAVES_OUT = frozenset({"workspace"})  # posted from the page of the chosen workspace
 
 # Pages load nothing from another host and run no inline script: a memory body can never become code.
 CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -91,12 +101,10 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 
 def _choices() -> dict[str, Any]:
+    """The workspaces this machine knows, for the workspace select (every other choice comes from the models)."""
     return {
         "workspaces": workspaces.workspace_list(data=workspaces.WorkspaceListInput(), caller=CALLER).to_json()[
             "workspaces"],
-        "scopes": [s.value for s in Scope], "tiers": [t.value for t in AgentTier],
-        "types": [t.value for t in MemoryType], "ops": [o.value for o in Op], "origins": [o.value for o in Origin],
-        "families": list(events.FAMILIES),
     }
 
 
@@ -132,12 +140,14 @@ def _default_workspace(known: list[dict[str, Any]]) -> str | None:
     return max(known, key=lambda w: (w["last_seen_at"] or "", w["id"]))["id"]
 
 
-def _listing(request: HttpRequest, template: str, fields: tuple[str, ...], service: Callable[..., Any],
-             input_model: Any, fixed: dict[str, Any] | None = None) -> HttpResponse:
-    """A paged, filtered list over one service, across every workspace unless one is chosen; the filters stay in
-    the page links, the cursor does not."""
-    chosen = _fields(request.GET, *fields)
-    context = {"chosen": chosen, "filters": {k: v for k, v in chosen.items() if k != "cursor"}, **_choices()}
+def _listing(request: HttpRequest, template: str, service: Callable[..., Any], input_model: Any,
+             fixed: dict[str, Any] | None = None) -> HttpResponse:
+    """A paged, filtered list over one service, its filters generated from the service's input model, across
+    every workspace unless one is chosen; the filters stay in the page links, the cursor does not."""
+    form = form_of(input_model, extra=("cursor",))
+    chosen = form.read(request.GET)
+    context = {"chosen": chosen, "filters": {k: v for k, v in chosen.items() if k != "cursor"}, "form": form,
+               "values": chosen, **_choices()}
     return _render_attempt(request, template, context, lambda: {
         "result": service(data=input_model.parse({**chosen, **_across(chosen), **(fixed or {})}),
                           caller=CALLER).to_json()})
@@ -176,12 +186,16 @@ def signout_view(request: HttpRequest) -> HttpResponse:
 
 @page
 def dashboard(request: HttpRequest) -> HttpResponse:
-    chosen = _fields(request.GET, "workspace")
+    form = form_of(catalog.HealthInput, leave_out=HEALTH_LEAVES_OUT)
+    chosen = form.read(request.GET)
     health = catalog.health_get(data=catalog.HealthInput.parse({**chosen, **_across(chosen)}),
                                 caller=CALLER).to_json()
-    activity = events.event_activity(data=events.ActivityInput.parse({**chosen, **_across(chosen)}),
+    place = _fields(chosen, "workspace")  # activity counts events, which are not split by _system/
+    activity = events.event_activity(data=events.ActivityInput.parse({**place, **_across(place)}),
                                      caller=CALLER).to_json()
     context = {"health": health, "activity": activity, "chart": rendering.activity_chart(activity), "chosen": chosen,
+               "form": form, "values": chosen, "reindex_form": form_of(catalog.ReindexInput,
+                                                                       leave_out=REINDEX_LEAVES_OUT),
                **_choices(), "count_types": [*(t.value for t in MemoryType), "ad_hoc"]}
     return render(request, "inspector/dashboard.html", context)
 
@@ -189,7 +203,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @page
 @require_POST
 def reindex(request: HttpRequest) -> HttpResponse:
-    data = catalog.ReindexInput.parse(_fields(request.POST, "workspace", "all_workspaces", "rebuild"))
+    shown = form_of(catalog.ReindexInput, leave_out=REINDEX_LEAVES_OUT).read(request.POST)
+    data = catalog.ReindexInput.parse({**shown, **_fields(request.POST, "workspace", "all_workspaces")})
     job = jobs.reindex_job_start(data=data, caller=CALLER)
     return HttpResponseRedirect(reverse("inspector:job", args=[job.id]))
 
@@ -205,8 +220,8 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
 
 @page
 def memory_list(request: HttpRequest) -> HttpResponse:
-    return _listing(request, "inspector/memory_list.html", (*SELECTORS, "type", "sort", "cursor", "limit"),
-                    memories.memory_list, memories.ListInput, fixed={"detail": True})
+    return _listing(request, "inspector/memory_list.html", memories.memory_list, memories.ListInput,
+                    fixed={"detail": True})
 
 
 @page
@@ -232,19 +247,35 @@ def _frontmatter_rows(memory: dict[str, Any]) -> list[tuple[str, Any]]:
     return [(key, summary[key]) for key in keys if summary.get(key) not in (None, "")]
 
 
-WRITE_FIELDS = ("type", "name", "description", "content", "scope", "agent_name", "agent_tier", "workspace")
+def _write_form() -> Form:
+    return form_of(memories.WriteInput, leave_out=WRITE_LEAVES_OUT)
 
 
-def _form_failure(request: HttpRequest, exc: MemoryError_, form: dict[str, Any], extra: dict[str, Any]) -> HttpResponse:
+def _edit_form() -> Form:
+    return form_of(memories.EditInput, leave_out=EDIT_LEAVES_OUT)
+
+
+def _form_page(request: HttpRequest, form: Form, values: dict[str, Any], extra: dict[str, Any],
+               status: int = 200) -> HttpResponse:
+    """The new-memory or edit form: the fields where the memory lives (the selectors) apart from what it says."""
+    where = [field for field in form.fields if field.name in SELECTORS]
+    what = [field for field in form.fields if field.name not in SELECTORS]
+    context = {"form": form, "where": where, "what": what, "values": values, "one": True, "blank": "not set",
+               **extra, **_choices()}
+    return render(request, "inspector/memory_form.html", context, status=status)
+
+
+def _form_failure(request: HttpRequest, exc: MemoryError_, form: Form, values: dict[str, Any],
+                  extra: dict[str, Any]) -> HttpResponse:
     """The form again, holding what the person typed, with the error; a rejection names the rules that failed."""
-    context: dict[str, Any] = {"form": form, **extra, **_choices()}
+    context: dict[str, Any] = dict(extra)
     if isinstance(exc, Rejected):
         decision = exc.details["decision"]
         context.update(rejected=decision,
                        failed_rules=[step for step in decision["rule_trace"] if not step.get("passed", True)])
     else:
         context["error"] = exc.to_dict()
-    return render(request, "inspector/memory_form.html", context, status=exc.http_status)
+    return _form_page(request, form, values, context, status=exc.http_status)
 
 
 def _decision_page(request: HttpRequest, result: dict[str, Any]) -> HttpResponse:
@@ -254,15 +285,15 @@ def _decision_page(request: HttpRequest, result: dict[str, Any]) -> HttpResponse
 @page
 @require_http_methods(["GET", "POST"])
 def memory_create(request: HttpRequest) -> HttpResponse:
+    form = _write_form()
     if request.method == "GET":
-        choices = _choices()
-        form = {"workspace": _default_workspace(choices["workspaces"]), **_fields(request.GET, *WRITE_FIELDS)}
-        return render(request, "inspector/memory_form.html", {"form": form, **choices})
-    form = _fields(request.POST, *WRITE_FIELDS)
+        known = _choices()["workspaces"]
+        return _form_page(request, form, {"workspace": _default_workspace(known), **form.read(request.GET)}, {})
+    values = form.read(request.POST)
     try:
-        result = memories.memory_write(data=memories.WriteInput.parse(form), caller=CALLER)
+        result = memories.memory_write(data=form.model.parse(values), caller=CALLER)
     except MemoryError_ as exc:
-        return _form_failure(request, exc, form, {})
+        return _form_failure(request, exc, form, values, {})
     return _decision_page(request, result.to_json())
 
 
@@ -271,18 +302,18 @@ def memory_create(request: HttpRequest) -> HttpResponse:
 def memory_edit(request: HttpRequest, filename: str) -> HttpResponse:
     selectors = _fields(request.GET, *SELECTORS)
     extra = {"filename": filename, "ref_query": urlencode(selectors), "editing": True}
+    form = _edit_form()
     if request.method == "GET":
         shown = memories.memory_show(data=memories.ShowInput.parse({**selectors, "filename": filename}),
                                      caller=CALLER).to_json()["memory"]
-        form = {"name": shown["summary"]["name"], "description": shown["summary"]["description"],
-                "content": shown["content"]}
-        return render(request, "inspector/memory_form.html", {"form": form, **extra, **_choices()})
-    form = _fields(request.POST, "name", "description", "content")
+        current = {**shown["summary"], "content": shown["content"]}
+        return _form_page(request, form, {name: current.get(name) for name in form.names}, extra)
+    values = form.read(request.POST)
     try:
-        data = memories.EditInput.parse({**selectors, **form, "filename": filename})
+        data = form.model.parse({**selectors, **values, "filename": filename})
         result = memories.memory_edit(data=data, caller=CALLER)
     except MemoryError_ as exc:
-        return _form_failure(request, exc, form, extra)
+        return _form_failure(request, exc, form, values, extra)
     return _decision_page(request, result.to_json())
 
 
@@ -304,10 +335,10 @@ def memory_delete(request: HttpRequest, filename: str) -> HttpResponse:
 @page
 def recall_playground(request: HttpRequest) -> HttpResponse:
     choices = _choices()
+    form = form_of(recall.SearchInput, first=("query",))
     # Recall runs in one workspace, as an agent's does (shadowing is decided within it).
-    chosen = {"workspace": _default_workspace(choices["workspaces"]),
-              **_fields(request.GET, "query", "workspace", "agent_name", "agent_tier", "top_k", "include_system")}
-    context: dict[str, Any] = {"chosen": chosen, **choices}
+    chosen = {"workspace": _default_workspace(choices["workspaces"]), **form.read(request.GET)}
+    context: dict[str, Any] = {"chosen": chosen, "form": form, "values": chosen, "one": True, **choices}
 
     def ranked() -> dict[str, Any]:
         if not chosen.get("query"):
@@ -337,9 +368,7 @@ def _identity(hit: dict[str, Any]) -> tuple[str, str]:
 
 @page
 def decision_list(request: HttpRequest) -> HttpResponse:
-    return _listing(request, "inspector/decision_list.html",
-                    ("filename", "op", "origin", "since", "workspace", "cursor", "limit"),
-                    decisions.decision_list, decisions.DecisionListInput)
+    return _listing(request, "inspector/decision_list.html", decisions.decision_list, decisions.DecisionListInput)
 
 
 @page
@@ -374,14 +403,14 @@ def decision_revert(request: HttpRequest, decision_id: str) -> HttpResponse:
 
 @page
 def event_list(request: HttpRequest) -> HttpResponse:
-    return _listing(request, "inspector/event_list.html", ("family", "workspace", "since", "cursor", "limit"),
-                    events.event_list, events.EventListInput)
+    return _listing(request, "inspector/event_list.html", events.event_list, events.EventListInput)
 
 
 @page
 def snapshot_view(request: HttpRequest) -> HttpResponse:
-    chosen = _fields(request.GET, "session_id", "workspace")
-    context: dict[str, Any] = {"chosen": chosen, **_choices()}
+    form = form_of(snapshots.SnapshotLogInput, leave_out=SNAPSHOT_LEAVES_OUT, first=("session_id",))
+    chosen = form.read(request.GET)
+    context: dict[str, Any] = {"chosen": chosen, "form": form, "values": chosen, **_choices()}
     return _render_attempt(request, "inspector/snapshot.html", context, lambda: {
         "log": snapshots.snapshot_log(data=snapshots.SnapshotLogInput.parse(chosen), caller=CALLER).to_json()
     } if chosen.get("session_id") else {})
@@ -402,7 +431,9 @@ def _dream_workspace(source: Any) -> dict[str, Any]:
 
 def _dreaming_page(request: HttpRequest, chosen: dict[str, Any], extra: dict[str, Any],
                    status: int = 200) -> HttpResponse:
-    context: dict[str, Any] = {"chosen": chosen, **_choices(), **extra}
+    context: dict[str, Any] = {"chosen": chosen, "form": form_of(dreams.DreamStatusInput), "values": chosen,
+                               "trigger_form": form_of(dreams.DreamTriggerInput, leave_out=DREAM_TRIGGER_LEAVES_OUT),
+                               **_choices(), **extra}
 
     def produce() -> dict[str, Any]:
         if not chosen.get("workspace"):
@@ -426,7 +457,8 @@ def dreaming(request: HttpRequest) -> HttpResponse:
 @require_POST
 def dream_trigger(request: HttpRequest) -> HttpResponse:
     chosen = _dream_workspace(request.POST)
-    data = dreams.DreamTriggerInput.parse({**chosen, **_fields(request.POST, "force")})
+    shown = form_of(dreams.DreamTriggerInput, leave_out=DREAM_TRIGGER_LEAVES_OUT).read(request.POST)
+    data = dreams.DreamTriggerInput.parse({**chosen, **shown})
     result = dreams.dream_trigger(data=data, caller=CALLER).to_json()
     if result["triggered"]:
         url = reverse("inspector:dream", args=[result["dream"]["id"]])

@@ -46,7 +46,7 @@ def test_a_fresh_visit_to_memories_lists_every_workspace_with_a_workspace_column
         "project_beta_deploys.md"]
     assert "none (every workspace)" in listed["user_operator_habit.md"]
     # The filter opens on "all workspaces" and offers each one.
-    select = re.search(r'<select id="workspace" name="workspace">(.*?)</select>', page, re.S).group(1)
+    select = re.search(r'<select id="workspace" name="workspace"[^>]*>(.*?)</select>', page, re.S).group(1)
     assert re.match(r'\s*<option value="">all workspaces \(2\)</option>', select)
     assert f'<option value="{two["beta"]}">beta-service · ' in select and " selected" not in select
     # Choosing one narrows to it (and the global scope).
