@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import django
 import pytest
 
 # Settings read COMPOZY_HOME at import: point it somewhere disposable before Django loads.
@@ -22,8 +23,10 @@ os.environ["COMPOZY_HOME"] = _SESSION_HOME
 for _name in list(os.environ):
     if _name.startswith("COMPOZY_") and ("__" in _name or _name in ("COMPOZY_WORKSPACE", "COMPOZY_FAULT")):
         del os.environ[_name]
-# Only now may Django load: pytest-django sets it up in pytest_configure, which runs after this file is imported.
+# Only now may Django load. pytest-django's own setup (pytest_configure) skips a Django nobody has imported and
+# configured yet, so the test modules' imports of memory.models would find no apps: load it here, once.
 os.environ["DJANGO_SETTINGS_MODULE"] = "compozy.settings"
+django.setup()
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
