@@ -110,6 +110,16 @@ def term_statistics(cursor, forms: list[tuple[str, str]], cap: int) -> list[tupl
     return [(int(values[2 * index]), bool(values[2 * index + 1])) for index in range(len(forms))]
 
 
+def trigram_counts(cursor, expressions: list[str], cap: int) -> list[int]:  # noqa: ANN001
+    """How many documents of the trigram index match each expression, counted up to `cap`; one statement."""
+    if not expressions:
+        return []
+    parts = [f"(SELECT count(*) FROM (SELECT 1 FROM {TRIGRAM_TABLE} WHERE {TRIGRAM_TABLE} MATCH %s LIMIT %s))"
+             for _ in expressions]
+    cursor.execute("SELECT " + ", ".join(parts), [value for expression in expressions for value in (expression, cap)])
+    return [int(value) for value in cursor.fetchone()]
+
+
 def document_count(cursor) -> int:
     cursor.execute("SELECT count(*) FROM memory_chunks")
     return int(cursor.fetchone()[0])

@@ -282,19 +282,32 @@ def _deepest_holders(candidates: list[RecallCandidate], root_keys: list[str]) ->
 # every memory a match to score. Below RARE_SHARE a term is rare enough to search as a substring too.
 COMMON_SHARE = 0.5
 RARE_SHARE = 0.01
-# Per database and memory generation: the document count, and each term's (document frequency counted up to the
-# common cut, whether the word index holds it as a whole word). Both change only when memories change, which
-# advances the generation; questions share most of their words, so most terms are answered from here.
-_statistics: dict[tuple[str, int], tuple[int, dict[str, tuple[int, bool]]]] = {}
-_STATISTICS_TERMS_MAX = 50_000  # a bound on memory; past it the terms are counted again
+@dataclass
+class CatalogStatistics:
+    """Per database and memory generation: the number of passages; each term's (document frequency counted up to
+    the common cut, whether the word index holds it as a whole word); each 4-gram's frequency in the trigram index,
+    counted up to the common cut. They change only when memories change, which advances the generation;
+    questions share most of their words, so most are answered from here."""
+
+    documents: int
+    terms: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    grams: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def common_at(self) -> int:
+        return max(20, int(self.documents * COMMON_SHARE))
 
 
-def _catalog_statistics(cursor, generation: int) -> tuple[int, dict[str, tuple[int, bool]]]:  # noqa: ANN001
+_statistics: dict[tuple[str, int], CatalogStatistics] = {}
+_STATISTICS_MAX = 50_000  # a bound on memory; past it the terms are counted again
+
+
+def _catalog_statistics(cursor, generation: int) -> CatalogStatistics:  # noqa: ANN001
     key = (str(connection.settings_dict["NAME"]), generation)
     found = _statistics.get(key)
-    if found is None or len(found[1]) > _STATISTICS_TERMS_MAX:
+    if found is None or len(found.terms) + len(found.grams) > _STATISTICS_MAX:
         _statistics.clear()
-        found = _statistics[key] = (fts.document_count(cursor), {})
+        found = _statistics[key] = CatalogStatistics(fts.document_count(cursor))
     return found
 
 
@@ -305,9 +318,9 @@ def forget_statistics() -> None:
 
 def classify_terms(cursor, query: RecallQuery, generation: int) -> tuple[set[str], set[str], set[str]]:  # noqa: ANN001
     """(common, rare, unseen) by document frequency, each count stopping as soon as the answer is known."""
-    total, known = _catalog_statistics(cursor, generation)
-    common_at = max(20, int(total * COMMON_SHARE))
-    rare_below = max(20, int(total * RARE_SHARE))
+    statistics = _catalog_statistics(cursor, generation)
+    known, common_at = statistics.terms, statistics.common_at
+    rare_below = max(20, int(statistics.documents * RARE_SHARE))
     new = [term for term in dict.fromkeys(query.terms) if term not in known]
     if new:
         counted = fts.term_statistics(cursor, [(query.unicode_form(term), quote_term(term)) for term in new],
@@ -325,6 +338,21 @@ def classify_terms(cursor, query: RecallQuery, generation: int) -> tuple[set[str
         if len(term) >= 3 and (frequency == 0 or not whole_word):
             unseen.add(term)
     return common, rare, unseen
+
+
+def common_grams(cursor, query: RecallQuery, unseen: set[str], generation: int) -> set[str]:  # noqa: ANN001
+    """The unseen terms' 4-grams found in at least COMMON_SHARE of all passages (and in at least 20): like a common
+    word, such a gram ("tion", "ment") has almost no bm25 weight, yet it makes most memories a match and costs the
+    trigram query most of its time."""
+    grams = query.unseen_grams(unseen)
+    if not grams:
+        return set()
+    statistics = _catalog_statistics(cursor, generation)
+    known, common_at = statistics.grams, statistics.common_at
+    new = [gram for gram in grams if gram not in known]
+    if new:
+        known.update(zip(new, fts.trigram_counts(cursor, [quote_term(gram) for gram in new], common_at), strict=True))
+    return {gram for gram in grams if known[gram] >= common_at}
 
 
 # A memory that neither lexical list found joins the ranking only when its best passage is at least as near the
@@ -405,7 +433,8 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         common, rare, unseen = classify_terms(cursor, query, generation)
         unicode_rows = fts.recall_unicode(cursor, expression=query.unicode_expression(common) or '""',
                                           root_keys=root_keys, include_system=include_system, limit=pool)
-        trigram_expression = query.trigram_expression(rare, unseen)
+        trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unseen,
+                                                                                generation))
         trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
                                           include_system=include_system, limit=pool) if trigram_expression else []
         trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]

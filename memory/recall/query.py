@@ -62,7 +62,13 @@ class RecallQuery:
         kept = [term for term in self.terms if term not in common] or list(self.terms)
         return " OR ".join(dict.fromkeys(self.unicode_form(term) for term in kept)) or None
 
-    def trigram_expression(self, rare: set[str], unseen: set[str]) -> str | None:
+    def unseen_grams(self, unseen: set[str]) -> list[str]:
+        """The 4-grams the trigram query would add for the unseen terms, in order."""
+        return list(dict.fromkeys(gram for term in self.terms if term in unseen and len(term) >= 5
+                                  for gram in ngrams(term)))
+
+    def trigram_expression(self, rare: set[str], unseen: set[str],
+                           common_grams: set[str] | frozenset[str] = frozenset()) -> str | None:
         """The trigram index is for partial words and typos. Rare terms go in as substrings (a common one would
         make the query scan most of the catalog for little gain); terms the word index has never seen as a word
         go in as substrings and, when long enough, by their 4-grams, which still meet a misspelt word."""
@@ -72,7 +78,7 @@ class RecallQuery:
                 continue
             parts.append(quote_term(term))
             if term in unseen and len(term) >= 5:
-                parts.extend(quote_term(gram) for gram in ngrams(term))
+                parts.extend(quote_term(gram) for gram in ngrams(term) if gram not in common_grams)
         return " OR ".join(dict.fromkeys(parts)) or None
 
 

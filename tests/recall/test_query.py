@@ -191,6 +191,9 @@ def test_typos_are_looked_up_by_four_grams_only_when_the_word_index_never_saw_th
     assert known == '"documantation" OR "runtime"'
     assert '"docu"' in unknown and '"tion"' in unknown and '"runtime"' in unknown
     assert '"runt"' not in unknown
+    # 4-grams found in most memories are left out (counted by the pipeline); the term itself and the rest stay.
+    cut = query.trigram_expression(rare, {"documantation"}, {"tion", "atio"})
+    assert '"documantation"' in cut and '"docu"' in cut and '"tion"' not in cut and '"atio"' not in cut
 
 
 def test_common_terms_are_left_out_of_the_word_query_unless_nothing_else_is_left():

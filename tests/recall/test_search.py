@@ -245,3 +245,29 @@ def test_each_result_carries_score_why_recalled_snippet_and_shadowed_by(ws):
     assert "runtime" in top["snippet"].lower()
     assert top["shadowed_by"] is None
     assert parts["unicode"] == pytest.approx(0.55) and parts["recency"] == pytest.approx(0.15, abs=1e-3)
+
+
+def test_a_four_gram_most_memories_hold_is_left_out_of_a_typo_lookup_which_still_finds_its_memory(ws, monkeypatch):
+    from django.db import connection
+
+    from memory.catalog.indexer import current_generation
+    from memory.recall import pipeline
+
+    # The lexical lists alone, as in the typo test above; every station memory holds "tati", "atio" and "tion".
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__SEMANTIC", "0")
+    stations = {f"project_station_{index}.md": (f"Station {index}", "Radio notes",
+                                                f"Station {index} broadcasts the nation's news at {index} o'clock.")
+                for index in range(24)}
+    put_library(ws, {**LIBRARY, **stations, "project_writing.md": (
+        "Writing", "Prose rules", "The documentation is written in reStructuredText.")})
+    query = parse_query("documantation guidelines")
+    with connection.cursor() as cursor:
+        _common, _rare, unseen = pipeline.classify_terms(cursor, query, current_generation())
+        grams = pipeline.common_grams(cursor, query, unseen, current_generation())
+    assert unseen == {"documantation", "guidelines"}
+    assert grams == {"tati", "atio", "tion"}
+    expression = query.trigram_expression(unseen, unseen, grams)
+    assert '"docu"' in expression and '"tion"' not in expression and '"atio"' not in expression
+    result = r.search(ws, "documantation guidelines")
+    assert r.filenames(result)[0] == "project_writing.md"
+    assert hit(result, "project_writing.md")["why_recalled"]["trigram"] > 0
