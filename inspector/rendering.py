@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
@@ -59,8 +59,13 @@ CHART_TOP = 10
 CHART_BOTTOM = 20
 
 
-def activity_chart(activity: dict[str, Any]) -> dict[str, Any]:
-    """Stacked bars, one per hour, for the families of an activity result, scaled to the busiest hour."""
+def _local_hour(hour: str, zone: tzinfo) -> datetime:
+    return datetime.fromisoformat(hour.replace("Z", "+00:00")).astimezone(zone)
+
+
+def activity_chart(activity: dict[str, Any], zone: tzinfo = UTC) -> dict[str, Any]:
+    """Stacked bars, one per hour, for the families of an activity result, scaled to the busiest hour; each hour
+    and day named in `zone` (the machine's, like every time the inspector shows)."""
     families: list[str] = activity["families"]
     buckets: list[dict[str, Any]] = activity["buckets"]
     plot_height = CHART_HEIGHT - CHART_TOP - CHART_BOTTOM
@@ -80,8 +85,9 @@ def activity_chart(activity: dict[str, Any]) -> dict[str, Any]:
         total = sum(bucket["counts"].values())
         bars.append({"x": round(index * step, 2), "width": round(max(step - 1, 1), 2), "rects": rects,
                      "hour": bucket["hour"], "total": total,
-                     "label": f"{bucket['hour']}: " + ", ".join(f"{bucket['counts'][f]} {f}" for f in families)})
-    days = [{"x": round(i * step, 2), "label": buckets[i]["hour"][5:10]}
+                     "label": f"{_local_hour(bucket['hour'], zone):%Y-%m-%d %H:%M}: "
+                              + ", ".join(f"{bucket['counts'][f]} {f}" for f in families)})
+    days = [{"x": round(i * step, 2), "label": f"{_local_hour(buckets[i]['hour'], zone):%m-%d}"}
             for i in range(0, len(buckets), 24)] if buckets else []
     return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "bars": bars, "peak": peak, "days": days,
             "baseline": CHART_TOP + plot_height, "label_y": CHART_HEIGHT - 5, "families": families}

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.contrib.auth import login, logout
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -193,7 +195,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     place = _fields(chosen, "workspace")  # activity counts events, which are not split by _system/
     activity = events.event_activity(data=events.ActivityInput.parse({**place, **_across(place)}),
                                      caller=CALLER).to_json()
-    context = {"health": health, "activity": activity, "chart": rendering.activity_chart(activity), "chosen": chosen,
+    chart = rendering.activity_chart(activity, ZoneInfo(settings.DISPLAY_TIME_ZONE))
+    context = {"health": health, "activity": activity, "chart": chart, "chosen": chosen,
                "form": form, "values": chosen, "reindex_form": form_of(catalog.ReindexInput,
                                                                        leave_out=REINDEX_LEAVES_OUT),
                **_choices(), "count_types": [*(t.value for t in MemoryType), "ad_hoc"]}
@@ -410,22 +413,32 @@ def event_list(request: HttpRequest) -> HttpResponse:
 def snapshot_view(request: HttpRequest) -> HttpResponse:
     form = form_of(snapshots.SnapshotLogInput, leave_out=SNAPSHOT_LEAVES_OUT, first=("session_id",))
     chosen = form.read(request.GET)
-    context: dict[str, Any] = {"chosen": chosen, "form": form, "values": chosen, **_choices()}
-    return _render_attempt(request, "inspector/snapshot.html", context, lambda: {
-        "log": snapshots.snapshot_log(data=snapshots.SnapshotLogInput.parse(chosen), caller=CALLER).to_json()
-    } if chosen.get("session_id") else {})
+    listing = form_of(snapshots.SnapshotListInput, extra=("cursor",)).read(request.GET)
+    context: dict[str, Any] = {"chosen": listing, "form": form, "values": chosen, **_choices(),
+                               "filters": {k: v for k, v in listing.items() if k != "cursor"}}
+
+    def produce() -> dict[str, Any]:
+        if chosen.get("session_id"):
+            return {"log": snapshots.snapshot_log(data=snapshots.SnapshotLogInput.parse(chosen),
+                                                  caller=CALLER).to_json()}
+        # No session chosen: every session with a snapshot, across every workspace unless one is chosen.
+        data = snapshots.SnapshotListInput.parse({**listing, **_across(listing)})
+        return {"result": snapshots.snapshot_list(data=data, caller=CALLER).to_json()}
+
+    return _render_attempt(request, "inspector/snapshot.html", context, produce)
 
 
 # --- dreaming --------------------------------------------------------------------------------------------------
 
 
 def _dream_workspace(source: Any) -> dict[str, Any]:
-    """The chosen workspace; with none chosen and exactly one known, that one (dreaming is per workspace)."""
+    """The chosen workspace; with none chosen, the only one there is, else the one seen most recently (dreaming
+    is per workspace, like recall: a page that showed nothing until a workspace is chosen would open on nothing)."""
     chosen = _fields(source, "workspace")
     if not chosen:
-        known = _choices()["workspaces"]
-        if len(known) == 1:
-            chosen = {"workspace": known[0]["id"]}
+        default = _default_workspace(_choices()["workspaces"])
+        if default:
+            chosen = {"workspace": default}
     return chosen
 
 
@@ -433,7 +446,7 @@ def _dreaming_page(request: HttpRequest, chosen: dict[str, Any], extra: dict[str
                    status: int = 200) -> HttpResponse:
     context: dict[str, Any] = {"chosen": chosen, "form": form_of(dreams.DreamStatusInput), "values": chosen,
                                "trigger_form": form_of(dreams.DreamTriggerInput, leave_out=DREAM_TRIGGER_LEAVES_OUT),
-                               **_choices(), **extra}
+                               "one": True, **_choices(), **extra}
 
     def produce() -> dict[str, Any]:
         if not chosen.get("workspace"):

@@ -45,6 +45,30 @@ def when(value: str | None, default: str = "") -> str:
     return format_html('<time datetime="{}" title="{}">{}</time>', shown.iso, shown.exact, shown.relative)
 
 
+_INSTANT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)")
+
+
+@register.filter
+def with_times(text: str | None) -> str:
+    """A service's sentence (a gate's detail) with each RFC 3339 instant in it shown as `when` shows a field."""
+    if not text:
+        return ""
+    parts = []
+    last = 0
+    for found in _INSTANT.finditer(str(text)):
+        parts.append(format_html("{}{}", str(text)[last:found.start()], when(found.group(0))))
+        last = found.end()
+    parts.append(format_html("{}", str(text)[last:]))
+    return mark_safe("".join(parts))
+
+
+@register.filter
+def local_time(value: str | None) -> str:
+    """The exact time in the machine's zone as plain text, where markup cannot go (an SVG title)."""
+    shown = moment(value, datetime.now(UTC), ZoneInfo(settings.DISPLAY_TIME_ZONE))
+    return shown.exact if shown else ""
+
+
 @register.simple_tag
 def rule_rows(trace: list[dict[str, Any]], op: str) -> list[dict[str, Any]]:
     return trace_rows(trace, op)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from pydantic import Field
 
 from compozy.config import compozy_home
@@ -20,11 +20,11 @@ from memory.recall.pipeline import recall
 from memory.recall.query import parse_query
 from memory.sessions import snapshot as assembly
 
-from .inputs import Caller, Selector
-from .paging import normalize_limit
+from .inputs import Caller, Input, Selector, all_workspaces_field
+from .paging import cursor_field, limit_field, normalize_limit, page_of
 from .recall import record_recall
-from .resolution import Resolved, resolve
-from .results import Result, iso
+from .resolution import Resolved, resolve, resolve_span
+from .results import Page, Result, iso
 from .scopes import file_ref, visible_refs
 
 # Assemblies keep being retried while a concurrent write moves the generation under them.
@@ -263,3 +263,47 @@ def snapshot_usage(*, data: SnapshotUsageInput, caller: Caller) -> SnapshotUsage
         sessions=[{"session_id": r.session_id, "generation": r.generation, "source": r.source,
                    "position": r.position, "injected_at": iso(r.created_at)} for r in rows],
     )
+
+
+class SnapshotListInput(Input):
+    workspace: str | None = Field(default=None, description=(
+        "The workspace whose sessions to list, as its ULID or a directory inside it. Default: the caller's own "
+        "workspace."))
+    all_workspaces: bool = all_workspaces_field()
+    cursor: str | None = cursor_field()
+    limit: int | None = limit_field()
+
+
+class SnapshotSession(Result):
+    """A session that received a snapshot: where it ran, from which generation, and how many memories it got."""
+
+    session_id: str
+    parent_session_id: str | None
+    workspace_id: str | None
+    agent_name: str | None
+    generation: int
+    injections: int
+    created_at: str | None
+
+
+class SnapshotList(Result):
+    sessions: list[SnapshotSession]
+    page: Page
+
+
+def snapshot_list(*, data: SnapshotListInput, caller: Caller) -> SnapshotList:
+    """The sessions with a snapshot, newest first: of the caller's workspace or, with all_workspaces, of every
+    known one (and those that ran outside any workspace)."""
+    span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
+    rows = SessionSnapshot.objects.select_related("snapshot").filter(
+        workspace_id__in=span.event_workspace_ids if span.across else [span.resolved.workspace_id])
+    binding = {"workspaces": span.workspace_ids, "across": span.across}
+    page_rows, page = page_of(rows.order_by("-created_at", "-session_id"), cursor=data.cursor, limit=data.limit,
+                              binding=binding)
+    counts = dict(Injection.objects.filter(session_id__in=[row.session_id for row in page_rows])
+                  .values_list("session_id").annotate(count=models.Count("id")))
+    return SnapshotList(sessions=[SnapshotSession(
+        session_id=row.session_id, parent_session_id=row.parent_session_id or None,
+        workspace_id=row.workspace_id or None, agent_name=row.agent_name or None,
+        generation=row.snapshot.generation, injections=counts.get(row.session_id, 0),
+        created_at=iso(row.created_at)) for row in page_rows], page=Page(**page))

@@ -189,3 +189,42 @@ def test_every_page_links_a_favicon_the_app_serves_itself(two):
     assert icon.status_code == 200 and icon.headers["Content-Type"].startswith("image/svg+xml")
     assert b"<svg" in b"".join(icon.streaming_content if icon.streaming else [icon.content])
     assert client.get("/favicon.ico").headers["Location"] == href
+
+
+def test_the_dreaming_page_opens_on_a_workspace_the_one_seen_last_never_on_nothing(two):
+    from memory.models import Workspace
+
+    # Dreaming runs per workspace: with two, the page opens on the one seen most recently, as recall does.
+    Workspace.objects.filter(id=two["alpha"]).update(last_seen_at=datetime.now(UTC) + timedelta(hours=1))
+    page = page_text(signed_in_client().get("/inspector/dreaming/"))
+    select = re.search(r'<select id="workspace" name="workspace"[^>]*>(.*?)</select>', page, re.S).group(1)
+    assert re.search(rf'<option value="{two["alpha"]}" selected>', select)
+    assert "all workspaces" not in select  # a choice that would show nothing is not offered
+    assert '<th scope="row">time</th>' in page and "Choose a workspace to see" not in page
+    assert f'<input type="hidden" name="workspace" value="{two["alpha"]}">' in page  # what Trigger would run
+
+
+def test_no_page_prints_a_raw_timestamp_every_time_is_a_relative_time_element(home, workspace_dir):
+    from tests.background.dreaming_helpers import ready, trigger
+    from tests.inspector.test_snapshot_sessions import start_session
+
+    ready(workspace_dir)
+    run = trigger(workspace_dir)["dream"]
+    start_session(workspace_dir, "sess-times-1")
+    ws = r.ensure_workspace(workspace_dir)
+    client = signed_in_client()
+    listing = page_text(client.get("/inspector/memories/"))
+    first = re.search(r'<a href="(/inspector/memories/[^"]+)">', listing).group(1).replace("&amp;", "&")
+    decision = re.search(r'href="(/inspector/decisions/dec_[0-9a-f]{24})"',
+                         page_text(client.get("/inspector/decisions/"))).group(1)
+    for path in ("/inspector/", "/inspector/memories/", first, "/inspector/decisions/", decision, "/inspector/events/",
+                 "/inspector/snapshots/", f"/inspector/snapshots/?session_id=sess-times-1&workspace={ws}",
+                 "/inspector/dreaming/", f"/inspector/dreaming/{run['id']}?workspace={ws}"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        # Every RFC 3339 instant sits in a <time datetime="…"> attribute, shown as "3 min ago" with the exact
+        # local time on hover; none is printed as it is stored. (A <pre> shows a file or a document verbatim.)
+        text = re.sub(r'<time datetime="[^"]+" title="[^"]+">', "<time>", page_text(response))
+        text = re.sub(r"<pre[^>]*>.*?</pre>", "", text, flags=re.S)
+        assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", text), (path, re.findall(r".{60}\d{4}-\d\d-\d\dT.{20}",
+                                                                                   text)[:3])
