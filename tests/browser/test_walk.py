@@ -45,6 +45,14 @@ def test_every_page_in_the_navigation_and_every_link_on_it_opens_and_fits_the_sc
     # filters), each must open too.
     assert any(link.startswith("/inspector/memories/project_") for link in followed)
     assert any("session_id=walk-session-1" in link for link in followed)
+    shot: set[str] = set()
     for target in sorted(followed):
         response = page.goto(target)
         assert response is not None and response.status == 200, (target, response and response.status)
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1, target
+        segments = [part for part in urlsplit(target).path.split("/") if part]
+        kind = (segments[1] if len(segments) > 1 else "health") + (
+            "-detail" if len(segments) > 2 or "session_id=" in target else "")
+        if kind not in shot:  # one screenshot of each kind of page a link leads to
+            shot.add(kind)
+            page.screenshot(path=str(ARTIFACTS / f"walk-link-{kind}-{width}.png"), full_page=True)
