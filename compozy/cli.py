@@ -74,11 +74,26 @@ def completion_script(shell: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["hook"]:
+        # An agent hook must never break the agent that runs it, even when Django itself cannot start (an
+        # unusable COMPOZY_HOME, say): exit 0, print nothing, log the failure with a stable code.
+        try:
+            _main(args)
+        except BaseException as exc:  # noqa: BLE001
+            from memory.services.hooklog import log_failure
+
+            named = [*args[1:3], "", ""]
+            log_failure(code="hook.startup", message=f"{type(exc).__name__}: {exc}", client=named[0], event=named[1])
+        sys.exit(0)
+    _main(args)
+
+
+def _main(args: list[str]) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "compozy.settings")
     import django
 
     django.setup()
-    args = list(sys.argv[1:] if argv is None else argv)
     if "_ARGCOMPLETE" in os.environ:
         import argcomplete
 

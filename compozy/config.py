@@ -196,10 +196,22 @@ class MemoryConfig(_Section):
 
 class CompactionConfig(_Section):
     pressure_threshold: float = Field(0.85, gt=0, le=1)
+    # After a failed summary, pressure triggers wait this long before asking the provider again.
+    cooldown: int = 600_000
+
+    _ms = field_validator("cooldown", mode="before")(classmethod(lambda cls, v: _duration_ms(v)))
+
+
+class ProjectionConfig(_Section):
+    """The bounded transcript a checkpoint or compaction summary is built from: the newest messages only."""
+
+    max_messages: int = Field(256, ge=1, le=100_000)
+    max_bytes: int = Field(192_000, ge=1024, le=100_000_000)
 
 
 class SessionConfig(_Section):
     compaction: CompactionConfig = CompactionConfig()
+    projection: ProjectionConfig = ProjectionConfig()
 
 
 class ServerConfig(_Section):

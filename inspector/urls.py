@@ -27,4 +27,6 @@ urlpatterns = [
     path("dreaming/trigger", views.dream_trigger, name="dream_trigger"),
     path("dreaming/<str:run_id>/retry", views.dream_retry, name="dream_retry"),
     path("dreaming/<str:run_id>", views.dream_detail, name="dream"),
+    path("sessions/", views.session_list, name="sessions"),
+    path("sessions/<str:session_id>", views.session_detail, name="session"),
 ]

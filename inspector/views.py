@@ -32,6 +32,7 @@ from memory.services import (
     jobs,
     memories,
     recall,
+    sessions,
     snapshots,
     workspaces,
 )
@@ -496,3 +497,26 @@ def dream_retry(request: HttpRequest, run_id: str) -> HttpResponse:
         url = reverse("inspector:dream", args=[result["dream"]["id"]])
         return HttpResponseRedirect(f"{url}?{urlencode(chosen)}")
     return _dreaming_page(request, chosen, {"blocked": result}, status=409)
+
+
+# --- sessions --------------------------------------------------------------------------------------------------
+
+
+@page
+def session_list(request: HttpRequest) -> HttpResponse:
+    return _listing(request, "inspector/session_list.html", sessions.session_list, sessions.SessionListInput)
+
+
+@page
+def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
+    selectors = _fields(request.GET, "workspace")
+    paging = _fields(request.GET, "after_seq", "limit")
+    shown = sessions.session_show(data=sessions.SessionIdInput.parse({**selectors, "session_id": session_id}),
+                                  caller=CALLER).to_json()
+    listed = sessions.session_events(
+        data=sessions.SessionEventsInput.parse({**selectors, **paging, "session_id": session_id}),
+        caller=CALLER).to_json()
+    context = {"shown": shown, "session": shown["session"], "events": listed, "ref_query": urlencode(selectors),
+               "next_query": urlencode({**selectors, "after_seq": listed["next_after_seq"]})
+               if listed["has_more"] else None}
+    return render(request, "inspector/session_detail.html", context)

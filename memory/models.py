@@ -193,18 +193,74 @@ class Snapshot(models.Model):
         constraints = [models.UniqueConstraint(fields=["request_hash", "generation"], name="snapshot_request_gen")]
 
 
-class SessionSnapshot(models.Model):
-    """memory_sessions: the frozen snapshot each session received. A sub-agent points at its parent's."""
+class Session(models.Model):
+    """memory_sessions: the session ledger's head. One row per session: who ran it, where, of which type, and the
+    frozen snapshot it started with (a sub-agent points at its parent's). Starting a session freezes it."""
 
     session_id = models.CharField(primary_key=True, max_length=128)
     parent_session_id = models.CharField(max_length=128, blank=True, default="")
     workspace_id = models.CharField(max_length=26, blank=True, default="")
     agent_name = models.CharField(max_length=64, blank=True, default="")
+    type = models.CharField(max_length=16, default="user")  # user, coordinator, dream, system
+    status = models.CharField(max_length=16, default="running")  # running, stopped
     snapshot = models.ForeignKey(Snapshot, on_delete=models.PROTECT, related_name="sessions")
-    created_at = models.DateTimeField()
+    started_at = models.DateTimeField()
+    stopped_at = models.DateTimeField(null=True)
+    context_window = models.IntegerField(null=True)
+    last_usage = models.IntegerField(null=True)
+    last_usage_at = models.DateTimeField(null=True)
+    # The last seq handed out. Appends raise it in the transaction that inserts the rows, so seq is gap-free.
+    last_seq = models.IntegerField(default=0)
+    # A failed compaction summary holds further summaries back until then; nothing is archived meanwhile.
+    compaction_cooldown_until = models.DateTimeField(null=True)
 
     class Meta:
         db_table = "memory_sessions"
+        indexes = [models.Index(fields=["workspace_id", "started_at"], name="session_workspace_started")]
+
+
+class SessionEvent(models.Model):
+    """memory_session_events: what happened in a session, in order. Kept out of the memory write path: these rows
+    are the raw record that checkpoints and compaction summarise, never memories themselves."""
+
+    session_id = models.CharField(max_length=128)
+    workspace_id = models.CharField(max_length=26, blank=True, default="")
+    seq = models.IntegerField()
+    turn_id = models.CharField(max_length=128, blank=True, default="")
+    kind = models.CharField(max_length=24)
+    agent_name = models.CharField(max_length=64, blank=True, default="")
+    content = models.TextField(blank=True, default="")
+    data = models.JSONField(default=dict)
+    ts = models.DateTimeField()
+    # Covered by the checkpoint (pressure compaction): still readable, left out of degraded-resume replay.
+    archived = models.BooleanField(default=False)
+    # The caller's identity for the row (a transcript line's uuid): importing the same line twice is a no-op.
+    external_key = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        db_table = "memory_session_events"
+        constraints = [
+            models.UniqueConstraint(fields=["session_id", "seq"], name="session_event_seq"),
+            models.UniqueConstraint(fields=["session_id", "external_key"], condition=~Q(external_key=""),
+                                    name="session_event_external_key"),
+        ]
+
+
+class SessionCoverage(models.Model):
+    """memory_session_coverage: the seq ranges of a session already summarised into the workspace checkpoint.
+    Committed before the rows are marked archived; adjacent ranges are merged into one row."""
+
+    workspace_id = models.CharField(max_length=26, blank=True, default="")
+    session_id = models.CharField(max_length=128)
+    from_seq = models.IntegerField()
+    to_seq = models.IntegerField()
+    decision_id = models.CharField(max_length=28, blank=True, default="")
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_session_coverage"
+        indexes = [models.Index(fields=["session_id", "from_seq"], name="coverage_session_from")]
 
 
 class Injection(models.Model):

@@ -26,6 +26,7 @@ ALLOWED_WRITERS = {
     "compozy/serving.py": "records the running server's address in $COMPOZY_HOME/run/serve.json",
     "compozy/command.py": "opens /dev/null over stdout once its reader has closed the pipe",
     "memory/api/auth.py": "the API token file $COMPOZY_HOME/token, written atomically with mode 0600",
+    "memory/services/hooklog.py": "appends agent-hook failures to $COMPOZY_HOME/logs/hooks.log, outside every root",
 }
 # Only these may call the store's mutating helpers.
 HELPER_CALLERS = {"memory/controller/core.py", "memory/controller/apply.py", "memory/controller/reconcile.py",
@@ -33,8 +34,8 @@ HELPER_CALLERS = {"memory/controller/core.py", "memory/controller/apply.py", "me
                   # the extractor's inbox (_inbox/) and dead letters (_system/extractor/failures/): staged files are
                   # written whole by atomic_write, claimed by rename, removed once drained
                   "memory/controller/inbox.py",
-
-                  # dreaming's run reports and failure records under _system/dreaming/ (no decision records them)
+                  # dreaming's run reports and failure records under _system/dreaming/, and the records of failed
+                  # checkpoint generations under _system/checkpoint/ (no decision records them)
                   "memory/controller/artifacts.py"}
 
 MUTATING_HELPERS = {"atomic_write", "append_durably", "remove_file", "remove_stale_temp_files", "make_scope_dirs",

@@ -30,3 +30,10 @@ def dream_check() -> dict:
     from memory.services.inputs import Caller
 
     return dream_scheduled_pass(caller=Caller(origin=Origin.DREAMING)).to_json()
+
+
+def run_checkpoint(session_id: str) -> None:
+    """The workspace checkpoint update after an eligible session stopped."""
+    from memory.services.checkpoints import checkpoint_after_stop
+
+    checkpoint_after_stop(session_id=session_id)

@@ -321,3 +321,87 @@ def human_dream_show(document: dict[str, Any]) -> str:
     if document.get("artifact_text"):
         lines += ["", f"--- {run['artifact']} ---", document["artifact_text"].rstrip()]
     return "\n".join(lines)
+
+
+# ----- sessions -------------------------------------------------------------------------------------------------
+
+
+def human_session_start(document: dict[str, Any]) -> str:
+    """The same bytes `memory snapshot` prints: the section the session's prompt begins with."""
+    return document["snapshot"]["text"].rstrip("\n")
+
+
+def human_session_resume(document: dict[str, Any]) -> str:
+    return document["text"].rstrip("\n")
+
+
+def human_session_append(d: dict[str, Any]) -> str:
+    span = f" (seq {d['first_seq']}–{d['last_seq']})" if d["appended"] else ""
+    return (f"appended {d['appended']} event(s) to {d['session_id']}{span}"
+            + (f"; {d['duplicates']} already imported, skipped" if d["duplicates"] else ""))
+
+
+def human_session_compaction(c: dict[str, Any] | None) -> str:
+    if c is None:
+        return "no compaction"
+    span = f" seq {c['from_seq']}–{c['to_seq']}" if c["from_seq"] is not None else ""
+    return f"compaction: {c['reason']}{span}, {c['archived']} row(s) archived"
+
+
+def human_session_usage(d: dict[str, Any]) -> str:
+    session = d["session"]
+    pressure = f"{d['pressure']:.1%}" if d["pressure"] is not None else "unknown (no context window)"
+    return (f"{session['session_id']}: {session['last_usage']} of {session['context_window'] or '?'} tokens, "
+            f"pressure {pressure} (threshold {d['threshold']:.0%})\n{human_session_compaction(d['compaction'])}")
+
+
+def human_session_stop(d: dict[str, Any]) -> str:
+    checkpoint = d["checkpoint"]
+    note = "checkpoint update queued" if checkpoint["queued"] else f"no checkpoint update ({checkpoint['reason']})"
+    return f"stopped {d['session']['session_id']} after {d['session']['events']} event(s); {note}"
+
+
+def _session_lines(s: dict[str, Any]) -> list[str]:
+    return [
+        f"session   {s['session_id']}  [{s['type']}, {s['status']}]"
+        + (f"  sub-agent of {s['parent_session_id']}" if s["parent_session_id"] else ""),
+        f"agent     {s['agent_name'] or '-'}    workspace {s['workspace_id'] or '-'}",
+        f"started   {s['started_at']}    stopped {s['stopped_at'] or '-'}",
+        f"events    {s['events']} ({s['archived']} archived)    usage {s['last_usage'] or '-'} of "
+        f"{s['context_window'] or '-'}" + (f" ({s['pressure']:.1%})" if s["pressure"] is not None else ""),
+        f"snapshot  {s['snapshot_sha256']}",
+    ]
+
+
+def human_session_show(d: dict[str, Any]) -> str:
+    lines = _session_lines(d["session"])
+    lines += ["", "compaction coverage:"]
+    lines.append(table([(c["from_seq"], c["to_seq"], c["decision_id"], c["updated_at"])
+                        for c in d["coverage"]], ["from", "to", "decision", "updated"])
+                 if d["coverage"] else "  none")
+    lines += ["", "checkpoint decisions:"]
+    lines.append(table([(x["id"], x["op"], x["decided_at"], "yes" if x["applied_at"] else "NO")
+                        for x in d["checkpoint_decisions"]], ["id", "op", "decided", "applied"])
+                 if d["checkpoint_decisions"] else "  none")
+    return "\n".join(lines)
+
+
+def human_session_events(d: dict[str, Any]) -> str:
+    if not d["events"]:
+        return "No events."
+    rows = [(e["seq"], e["turn_id"], e["kind"], "archived" if e["archived"] else "", e["content"])
+            for e in d["events"]]
+    footer = f"\nmore: --after-seq {d['next_after_seq']}" if d["has_more"] else ""
+    return table(rows, ["seq", "turn", "kind", "", "content"], max_width=70) + footer
+
+
+def human_session_list(d: dict[str, Any]) -> str:
+    if not d["sessions"]:
+        return "No sessions."
+    rows = [(s["session_id"], s["type"], s["status"], s["agent_name"], s["events"], s["archived"],
+             (s["started_at"] or "")[:19].replace("T", " ")) for s in d["sessions"]]
+    page = d["page"]
+    footer = f"\n{len(rows)} of {page['total']} shown"
+    if page["has_more"]:
+        footer += f"; next page: --cursor {page['next_cursor']}"
+    return table(rows, ["session", "type", "status", "agent", "events", "archived", "started"]) + footer

@@ -18,6 +18,8 @@ import time
 STEPS = ("after_decision_commit", "after_temp_write", "after_rename", "after_reindex", "before_applied")
 # The boundaries of a dreaming run (memory.dreaming.run), entered in this order.
 DREAM_STEPS = ("dream_candidates", "dream_artifact", "dream_synthesis", "dream_submit", "dream_stamp")
+# Pressure compaction: between the durable coverage commit and the archive update (memory/sessions/compaction.py).
+SESSION_STEPS = ("after_coverage_commit",)
 FAULT_EXIT_CODE = 86
 _reached: dict[str, int] = {}
 

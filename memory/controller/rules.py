@@ -14,7 +14,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memory.domain.catalog_view import CatalogView, Target
 from memory.domain.document import body_fingerprint
-from memory.domain.enums import AUTONOMOUS_ORIGINS, ControllerMode, DecisionSource, Op, RequestKind
+from memory.domain.enums import AUTONOMOUS_ORIGINS, ControllerMode, DecisionSource, Op, Origin, RequestKind
 from memory.domain.models import Candidate, sha256_text
 from memory.domain.names import entity_key, slugify
 from memory.domain.scanner import scan
@@ -133,6 +133,11 @@ def decide(candidate: Candidate, view: CatalogView, settings: RuleSettings) -> V
             return Verdict(Op.UPDATE, filename, [filename], trace, f"update of {filename}")
     else:
         _trace(trace, "filename_collision", False, "no file with this name", filename)
+        if candidate.origin is Origin.PROVIDER and candidate.named_target:
+            # A provider maintains exactly the file it names (the workspace checkpoint): a memory that shares its
+            # entity or its words is never the one to overwrite, so the slot and overlap rules do not apply.
+            _trace(trace, "named_target", True, "a provider writes the file it names", filename)
+            return Verdict(Op.ADD, filename, [], trace, "new memory at the target the provider named")
 
     # 6. Entity slot: the entity is the filename stem without the type prefix (or the entity the candidate
     # declares); the attribute is the type.

@@ -87,6 +87,16 @@ class EventOp(StrEnum):
     PROVIDER_COLLISION = "memory.provider.collision"
     WORKSPACE_RELOCATED = "memory.workspace.relocated"
     DECISIONS_PRUNED = "memory.decisions.pruned"
+    # Sessions (issue 14): the ledger's lifecycle, checkpoint continuity and pressure compaction. Ledger appends
+    # are not memory events; these mark what an operator follows (a checkpoint that failed, a span archived).
+    SESSION_STARTED = "memory.session.started"
+    SESSION_STOPPED = "memory.session.stopped"
+    SESSION_CHECKPOINT_UPDATED = "memory.session.checkpoint.updated"
+    SESSION_CHECKPOINT_FAILED = "memory.session.checkpoint.failed"
+    SESSION_COMPACTION_COVERED = "memory.session.compaction.covered"
+    SESSION_COMPACTION_ARCHIVED = "memory.session.compaction.archived"
+    SESSION_COMPACTION_FAILED = "memory.session.compaction.failed"
+    SESSION_HOOK_FAILED = "memory.session.hook.failed"
 
 
 DECISION_EVENT = {
@@ -96,3 +106,40 @@ DECISION_EVENT = {
     Op.REJECT: EventOp.WRITE_REJECTED,
     Op.NOOP: EventOp.WRITE_SHADOWED,
 }
+
+
+# ----- sessions -------------------------------------------------------------------------------------------------
+
+
+class SessionType(StrEnum):
+    USER = "user"
+    COORDINATOR = "coordinator"
+    DREAM = "dream"
+    SYSTEM = "system"
+
+
+# A stopped session of these types updates the workspace checkpoint. `system` sessions are the machine's own work
+# (the summariser among them) and never feed the checkpoint they would be summarising into.
+CHECKPOINT_TYPES = frozenset({SessionType.USER, SessionType.COORDINATOR, SessionType.DREAM})
+
+
+class SessionStatus(StrEnum):
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class SessionEventKind(StrEnum):
+    USER_MESSAGE = "user_message"
+    ASSISTANT_MESSAGE = "assistant_message"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    USAGE = "usage"
+    DONE = "done"
+    ERROR = "error"
+
+
+# The events a transcript projection carries: what was said and done, not the bookkeeping around it.
+MESSAGE_KINDS = frozenset({SessionEventKind.USER_MESSAGE, SessionEventKind.ASSISTANT_MESSAGE,
+                           SessionEventKind.TOOL_CALL, SessionEventKind.TOOL_RESULT, SessionEventKind.ERROR})
+# A turn is complete once one of these is persisted for it.
+TURN_END_KINDS = frozenset({SessionEventKind.DONE, SessionEventKind.ERROR})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from memory.domain import checkpoint
 from memory.domain.extraction import DEFAULT_SCOPE, ExtractedMemory, Turn
 from memory.domain.text import overlap_words
 
@@ -81,3 +82,10 @@ class LocalProvider:
             lines += ["", heading, ""]
             lines += [f"- **{c['name']}** (`{c['filename']}`, {c['scope']}): {c['snippet']}" for c in group]
         return "\n".join(lines)
+
+    def _task_checkpoint(self, payload: dict[str, Any]) -> str:
+        """The workspace checkpoint by rules, no model: this projection's goal, decisions, completed work, pending
+        asks, files and critical context, merged over the previous checkpoint section by section."""
+        limits = payload["limits"]
+        return checkpoint.build(payload["messages"], payload.get("previous") or "",
+                                max_bytes=int(limits["max_bytes"]), max_lines=int(limits["max_lines"]))

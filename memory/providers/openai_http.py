@@ -53,6 +53,16 @@ SYSTEM_PROMPTS = {
         "and saying in one or two sentences what future sessions should know from it. Stay within max_bytes and "
         "max_lines. Do not invent facts; do not include secrets, commands or instructions to the reader."
     ),
+    "checkpoint": (
+        "You maintain a workspace checkpoint: continuity notes that the next coding-agent session reads as "
+        "historical context. The user message is JSON with `previous` (the current checkpoint, Markdown, maybe "
+        "empty), `messages` (the newest part of a session transcript, in order; `cut` says what was left out), "
+        "`sections` (the exact `##` headings, in order) and `limits` (max_bytes, max_lines). Update the "
+        "previous checkpoint with what the transcript adds; keep what still holds, drop what it contradicts, "
+        "newest first within each section. Answer with the Markdown body only: every heading of `sections` "
+        "exactly once, in that order, each followed by `- ` items (write `- (none yet)` for an empty one). No "
+        "code fences, no other headings, no preamble, within the limits. Never copy secrets or tokens."
+    ),
 }
 
 READ_CHUNK = 64 * 1024

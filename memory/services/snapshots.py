@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, models, transaction
@@ -15,7 +16,7 @@ from memory.domain.enums import AgentTier, Scope
 from memory.domain.errors import NotFound, ValidationError
 from memory.domain.models import ScopeRef, canonical_json, needs_workspace, sha256_text, utc_now
 from memory.domain.names import validate_filename
-from memory.models import Injection, SessionSnapshot, Snapshot
+from memory.models import Injection, Session, Snapshot
 from memory.recall.pipeline import recall
 from memory.recall.query import parse_query
 from memory.sessions import snapshot as assembly
@@ -101,12 +102,20 @@ def _request_hash(data: SnapshotInput, resolved: Resolved) -> str:
     }))
 
 
-def snapshot_assemble(*, data: SnapshotInput, caller: Caller) -> SnapshotResult:
+@dataclass(frozen=True)
+class SessionFields:
+    """What a session row records beside its snapshot when assembling the snapshot starts the session."""
+
+    type: str = "user"
+    context_window: int | None = None
+
+
+def snapshot_assemble(*, data: SnapshotInput, caller: Caller, session: SessionFields | None = None) -> SnapshotResult:
     if data.include_system:
         raise ValidationError("_system/ artifacts never enter a snapshot.", details={"field": "include_system"})
     resolved = resolve(data, caller)
     if data.parent_session_id:
-        return _inherit(data, resolved)
+        return _inherit(data, resolved, session or SessionFields())
     if data.session_id:
         frozen = _session(data.session_id, resolved)
         if frozen is not None:
@@ -130,7 +139,7 @@ def snapshot_assemble(*, data: SnapshotInput, caller: Caller) -> SnapshotResult:
         _memo[(_memo_scope(), request_hash, generation)] = (
             stored.id, stored.text, stored.sha256, list(stored.entries))
         if data.session_id:
-            _record_session(data.session_id, "", resolved, stored, data.agent_name or "")
+            _record_session(data.session_id, "", resolved, stored, data.agent_name or "", session or SessionFields())
         return _result(stored, data.session_id, None, cached=cached)
     raise ValidationError("Memory kept changing while the snapshot was assembled; try again.",
                           details={"reason": "unstable_generation"})
@@ -185,15 +194,16 @@ def _store(request_hash: str, generation: int, built: assembly.Assembly) -> Snap
     return snapshot
 
 
-def _record_session(session_id: str, parent: str, resolved: Resolved, stored: Snapshot, agent: str) -> None:
+def _record_session(session_id: str, parent: str, resolved: Resolved, stored: Snapshot, agent: str,
+                    fields: SessionFields) -> None:
     now = utc_now()
     try:
         with transaction.atomic():
             if stored.pk is None:
                 stored.save(force_insert=True)  # the cache write was skipped while the database was busy
-            SessionSnapshot.objects.create(session_id=session_id, parent_session_id=parent,
-                                           workspace_id=resolved.workspace_id, agent_name=agent, snapshot=stored,
-                                           created_at=now)
+            Session.objects.create(session_id=session_id, parent_session_id=parent, type=fields.type,
+                                   context_window=fields.context_window, workspace_id=resolved.workspace_id,
+                                   agent_name=agent, snapshot=stored, started_at=now)
             Injection.objects.bulk_create([
                 Injection(session_id=session_id, generation=stored.generation, root_key=entry["root_key"],
                           scope=entry["scope"], agent_name=entry["agent_name"] or "",
@@ -205,16 +215,16 @@ def _record_session(session_id: str, parent: str, resolved: Resolved, stored: Sn
         pass  # the same session started twice at once; the first record stands
 
 
-def _inherit(data: SnapshotInput, resolved: Resolved) -> SnapshotResult:
+def _inherit(data: SnapshotInput, resolved: Resolved, fields: SessionFields) -> SnapshotResult:
     parent = _session(data.parent_session_id or "", resolved)
     if parent is None:
         raise NotFound(f"Parent session {data.parent_session_id} has no snapshot.",
                        details={"parent_session_id": data.parent_session_id})
     if data.session_id:
-        existing = SessionSnapshot.objects.filter(session_id=data.session_id).first()
+        existing = Session.objects.filter(session_id=data.session_id).first()
         if existing is None:
             _record_session(data.session_id, data.parent_session_id or "", resolved, parent.snapshot,
-                            data.agent_name or "")
+                            data.agent_name or "", fields)
     # A sub-agent receives exactly its parent's bytes, read-only.
     return _result(parent.snapshot, data.session_id, data.parent_session_id, cached=True)
 
@@ -225,9 +235,9 @@ def _result(stored: Snapshot, session_id: str | None, parent: str | None, *, cac
                           entries=list(stored.entries))
 
 
-def _session(session_id: str, resolved: Resolved) -> SessionSnapshot | None:
+def _session(session_id: str, resolved: Resolved) -> Session | None:
     """A session's record, only from the workspace it ran in: another workspace's sessions do not exist here."""
-    return (SessionSnapshot.objects.select_related("snapshot")
+    return (Session.objects.select_related("snapshot")
             .filter(session_id=session_id, workspace_id=resolved.workspace_id).first())
 
 
@@ -255,7 +265,7 @@ def snapshot_usage(*, data: SnapshotUsageInput, caller: Caller) -> SnapshotUsage
     """Which sessions of this workspace had one memory placed in their snapshot, newest first."""
     resolved = resolve(data, caller)
     ref = file_ref(data, validate_filename(data.filename, include_system=True), resolved)
-    sessions_here = SessionSnapshot.objects.filter(workspace_id=resolved.workspace_id).values("session_id")
+    sessions_here = Session.objects.filter(workspace_id=resolved.workspace_id).values("session_id")
     rows = (Injection.objects.filter(root_key=ref.root_key, filename=data.filename, session_id__in=sessions_here)
             .order_by("-created_at", "-id")[: normalize_limit(data.limit)])
     return SnapshotUsage(

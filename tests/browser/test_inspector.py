@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import parse_qs, urlsplit
 
@@ -11,7 +12,8 @@ from playwright.sync_api import Page, expect
 
 from .conftest import Guard, Pages, Server
 
-NAV_LINKS = ["Health", "Memories", "New memory", "Recall", "Decisions", "Events", "Snapshots"]
+NAV_LINKS = ["Health", "Memories", "New memory", "Recall", "Decisions", "Events", "Snapshots", "Dreaming",
+             "Sessions"]
 
 
 def memory_url(server: Server, filename: str) -> str:
@@ -271,7 +273,8 @@ def test_markup_in_a_memory_body_is_shown_as_text_and_never_runs(page: Page, ser
     pytest.param(width, listing, id=f"{width}-{listing.strip('/').split('/')[-1]}")
     for width in (390, 1280)
     for listing in ("/inspector/", "/inspector/memories/", "/inspector/recall", "/inspector/decisions/",
-                    "/inspector/events/", "/inspector/snapshots/", "/inspector/dreaming/")
+                    "/inspector/events/", "/inspector/snapshots/", "/inspector/dreaming/",
+                    "/inspector/sessions/")
 ])
 def test_every_page_with_filters_fits_the_viewport_without_sideways_scrolling(
         pages: Pages, signed_in_state: dict, server: Server, width: int, listing: str):
@@ -354,3 +357,31 @@ def test_the_inspector_loads_nothing_from_another_host(page: Page, server: Serve
     assert any(url.endswith(".css") for url in loaded), "the stylesheet should load from the server"
     assert guard.foreign == []
     assert all(urlsplit(url).hostname == "127.0.0.1" for url in loaded), loaded
+
+
+# --- sessions --------------------------------------------------------------------------------------------------
+
+
+def test_a_sessions_archived_events_are_greyed_out_and_its_checkpoint_decision_opens(page: Page, server: Server):
+    cli = server.cli
+    assert cli("session", "start", "--session", "browser-1", "--context-window", "100").code == 0
+    rows = [{"kind": "user_message", "content": "Archive me zzgrey.", "turn_id": "t1"},
+            {"kind": "assistant_message", "content": "I archived it.", "turn_id": "t1"},
+            {"kind": "done", "turn_id": "t1"},
+            {"kind": "user_message", "content": "Keep me live.", "turn_id": "t2"}]
+    assert cli("session", "append", "browser-1", "--jsonl", "-",
+               input="".join(json.dumps(r) + "\n" for r in rows).encode()).code == 0
+    assert cli("session", "usage", "browser-1", "--used", "100", "--turn-id", "t2").code == 0
+    page.goto("/inspector/sessions/")
+    page.get_by_label("Workspace", exact=True).select_option(server.workspace_id)
+    page.get_by_role("button", name="Filter").click()
+    page.get_by_role("link", name="browser-1").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Session browser-1")
+    events = page.locator("table.session-events tbody tr")
+    archived = events.filter(has_text="zzgrey")
+    live = events.filter(has_text="Keep me live.")
+    expect(archived).to_have_class("archived")
+    assert float(archived.locator("td").first.evaluate("e => getComputedStyle(e).opacity")) < 1
+    assert float(live.locator("td").first.evaluate("e => getComputedStyle(e).opacity")) == 1
+    page.get_by_role("region", name="Checkpoint decisions").get_by_role("link").first.click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("dec_")

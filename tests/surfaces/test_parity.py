@@ -15,6 +15,11 @@ errors the same code, once the fields that are per-call by nature are set aside:
 - decision ids inside texts (a revert's reason names the decision it reverts) are masked like `id`, and
   workspace ULIDs inside texts (a snapshot entry's root key) like `workspace_id`
 - `sha256`: a snapshot's digest covers its text, which names the surface's workspace
+- `started_at`, `stopped_at`, `ts`: wall-clock times of session rows and events
+
+The session verbs run in a second table on the same surfaces, in each surface's home. Agents do not write a
+ledger through MCP, so in the MCP home the writing verbs (start, append, usage, stop) run through the CLI and only
+the reading verbs (events, show, list, resume) are compared through the real `compozy mcp` process.
 
 Error documents are compared whole, except where a scenario says `codes`: an unknown CLI flag is refused by the
 argument parser (memory.validation, reason usage) before the input model sees it.
@@ -43,7 +48,7 @@ from tests.helpers import tool_document
 
 PER_CALL = {"id", "reverts", "decided_at", "applied_at", "created_at", "updated_at", "candidate_hash",
             "post_content_hash", "content_hash", "workspace_id", "path", "origin", "session_id", "next_cursor",
-            "recency", "score", "elapsed_ms", "size", "sha256"}
+            "recency", "score", "elapsed_ms", "size", "sha256", "started_at", "stopped_at", "ts"}
 DECISION_ID = re.compile(r"dec_[0-9a-f]{24}")
 WORKSPACE_ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 
@@ -62,7 +67,9 @@ def normalize(value: Any) -> Any:
 
 COMMANDS = {"write": ("memory", "write"), "list": ("memory", "list"), "show": ("memory", "show"),
             "search": ("memory", "search"), "snapshot": ("memory", "snapshot"),
-            "decisions": ("memory", "decisions", "list"), "revert": ("memory", "decisions", "revert")}
+            "decisions": ("memory", "decisions", "list"), "revert": ("memory", "decisions", "revert"),
+            **{f"session {verb}": ("session", verb)
+               for verb in ("start", "append", "usage", "stop", "show", "events", "list", "resume")}}
 DECLARED = {verb.command: verb for verb in all_verbs() if verb.command}
 
 
@@ -87,7 +94,7 @@ class CliSurface:
             argv += [flag_of(name)] if value is True else [flag_of(name), str(value)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
         env["COMPOZY_HOME"] = str(self.home)
-        proc = subprocess.run([COMPOZY, "memory", *argv, "-o", "json"], cwd=self.workspace,
+        proc = subprocess.run([COMPOZY, spec.command[0], *argv, "-o", "json"], cwd=self.workspace,
                               env=env, capture_output=True, text=True, timeout=120)
         return proc.returncode == 0, json.loads(proc.stdout)
 
@@ -141,6 +148,34 @@ class McpSurface:
 
         return asyncio.run(go())
 
+    def run_sessions(self, cli: CliSurface) -> list[tuple[bool, dict[str, Any]] | None]:
+        """The session table: reading verbs through MCP tools; writing verbs through the CLI in the same home
+        (recorded as None: agents have no MCP tool that writes a session)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
+        env["COMPOZY_HOME"] = str(self.home)
+        params = StdioServerParameters(command=COMPOZY, env=env, cwd=str(self.workspace), args=[
+            "mcp", "--toolsets", "compozy__memory,compozy__memory_admin"])
+
+        async def go():
+            results: list[tuple[bool, dict[str, Any]] | None] = []
+            async with Client(params) as client:
+                for _label, verb, args in SESSION_SCENARIOS:
+                    tool = declared(verb).tool
+                    if tool is None:
+                        ok, document = cli(verb, args)
+                        assert ok or verb == "session append", document
+                        results.append(None)
+                        continue
+                    result = await client.call_tool(tool.name, dict(args))
+                    if result.is_error:
+                        text = result.content[0].text
+                        results.append((False, json.loads(text[text.index("{"):])))
+                    else:
+                        results.append((True, result.structured_content))
+            return results
+
+        return asyncio.run(go())
+
 
 # ----- the scenario table --------------------------------------------------------------------------------------
 
@@ -183,6 +218,37 @@ SCENARIOS: list[tuple[str, str, Any]] = [
 CODES_ONLY = {"list with an unknown field"}
 
 
+SESSION_TURN = "".join(json.dumps(row) + "\n" for row in [
+    {"kind": "user_message", "content": "Migrate the billing worker to asyncio.", "turn_id": "t1",
+     "external_key": "u1"},
+    {"kind": "assistant_message", "content": "I migrated billing/worker.py and decided to keep the retry policy.",
+     "turn_id": "t1", "external_key": "a1"},
+    {"kind": "done", "turn_id": "t1", "external_key": "d1"},
+    {"kind": "user_message", "content": "Now document the new worker command.", "turn_id": "t2",
+     "external_key": "u2"},
+])
+SESSION_SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
+    ("session start", "session start", {"session_id": "par-1", "agent_name": "coder", "context_window": 1000}),
+    ("session start again (frozen)", "session start", {"session_id": "par-1", "agent_name": "coder"}),
+    ("session append", "session append", {"session_id": "par-1", "jsonl": SESSION_TURN}),
+    ("session append again (no-op)", "session append", {"session_id": "par-1", "jsonl": SESSION_TURN}),
+    ("session usage over the threshold", "session usage", {"session_id": "par-1", "used": 900, "turn_id": "t2"}),
+    ("session events", "session events", {"session_id": "par-1"}),
+    ("session show", "session show", {"session_id": "par-1"}),
+    ("session resume", "session resume", {"session_id": "par-1"}),
+    ("session list", "session list", {}),
+    ("session stop", "session stop", {"session_id": "par-1"}),
+    ("session stop again", "session stop", {"session_id": "par-1"}),
+    ("session append after stop", "session append", {"session_id": "par-1", "kind": "user_message",
+                                                      "content": "late"}),
+    ("session events of a missing session", "session events", {"session_id": "par-none"}),
+]
+
+
+def run_session_table(call: Callable[[str, dict[str, Any]], tuple[bool, dict[str, Any]]]) -> list[Any]:
+    return [call(verb, args) for _label, verb, args in SESSION_SCENARIOS]
+
+
 def run_table(call: Callable[[str, dict[str, Any]], tuple[bool, dict[str, Any]]]) -> list[tuple[bool, dict[str, Any]]]:
     results: list[tuple[bool, dict[str, Any]]] = []
     for _label, verb, args in SCENARIOS:
@@ -202,11 +268,15 @@ def fresh(base: Path, name: str) -> tuple[Path, Path]:
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[bool, dict[str, Any]]]]:
     base = tmp_path_factory.mktemp("parity")
     results = {}
-    results["cli"] = run_table(CliSurface(*fresh(base, "cli")))
+    cli = CliSurface(*fresh(base, "cli"))
+    results["cli"] = run_table(cli)
+    results["cli:sessions"] = run_session_table(cli)
     for kind in ("http", "uds"):
         server = start_server(*fresh(base, kind))
         try:
-            results[kind] = run_table(HttpSurface(server, kind))
+            surface = HttpSurface(server, kind)
+            results[kind] = run_table(surface)
+            results[f"{kind}:sessions"] = run_session_table(surface)
             if kind == "uds":
                 with server.uds() as client:
                     results["_openapi"] = client.get("/api/schema", params={"format": "json"}).json()
@@ -215,6 +285,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[b
     mcp = McpSurface(*fresh(base, "mcp"))
     results["tool"] = mcp.run([(verb, args) for _label, verb, args in SCENARIOS])
     results["_tools"] = mcp.tools
+    results["tool:sessions"] = mcp.run_sessions(CliSurface(mcp.home, mcp.workspace))
     return results
 
 
@@ -275,11 +346,12 @@ def _enum_of(prop: dict[str, Any], components: dict[str, Any]) -> list[Any] | No
 def test_every_surface_offers_the_same_fields_choices_and_help(outcomes):
     """The CLI flags, the MCP input schema and the OpenAPI parameters or body of each verb are generated from one
     model: the same field names, the same enums and the same descriptions everywhere."""
-    from memory.management.commands.memory import Command
+    from memory.management.commands import memory, session
 
     tools = {tool.name: tool for tool in outcomes["_tools"]}
     openapi = outcomes["_openapi"]
-    parser = Command().create_parser("compozy", "memory")
+    parsers = {"memory": memory.Command().create_parser("compozy", "memory"),
+               "session": session.Command().create_parser("compozy", "session")}
     for verb in all_verbs():
         model = verb.input.model_fields
         surfaces: dict[str, dict[str, tuple[Any, str]]] = {}
@@ -296,7 +368,7 @@ def test_every_surface_offers_the_same_fields_choices_and_help(outcomes):
                     fields[name] = (_enum_of(prop, openapi["components"]["schemas"]), prop["description"])
             surfaces[f"{route.method} {route.path}"] = fields
         if verb.command:
-            sub = parser
+            sub = parsers[verb.command[0]]
             for word in verb.command[1:]:
                 sub = next(a for a in sub._actions if a.__class__.__name__ == "_SubParsersAction").choices[word]
             actions = {a.dest: a for a in sub._actions}
@@ -310,3 +382,38 @@ def test_every_surface_offers_the_same_fields_choices_and_help(outcomes):
                 assert description == model[name].description, (verb.summary, surface, name)
                 choices = shape_of(model[name]).choices
                 assert [str(v) for v in (enum or [])] == list(choices), (verb.summary, surface, name)
+
+
+SESSION_READS = {"session events", "session show", "session list", "session resume"}
+
+
+@pytest.mark.parametrize("index", range(len(SESSION_SCENARIOS)), ids=[label for label, _v, _a in SESSION_SCENARIOS])
+def test_every_surface_gives_the_same_session_result(outcomes, index):
+    reference_ok, reference = outcomes["cli:sessions"][index]
+    verb = SESSION_SCENARIOS[index][1]
+    for surface in ("http", "uds", "tool"):
+        if surface == "tool" and verb not in SESSION_READS:
+            continue
+        ok, document = outcomes[f"{surface}:sessions"][index]
+        assert ok == reference_ok, (surface, document)
+        if not ok:
+            assert document["code"] == reference["code"], (surface, document)
+        left, right = normalize(document), normalize(reference)
+        assert left == right, (surface, json.dumps(left, sort_keys=True), json.dumps(right, sort_keys=True))
+
+
+def test_the_session_scenarios_exercise_what_they_claim(outcomes):
+    results = [document for _ok, document in outcomes["cli:sessions"]]
+    assert results[0]["created"] is True and results[1]["created"] is False
+    assert results[0]["snapshot"]["text"] == results[1]["snapshot"]["text"]
+    assert (results[2]["appended"], results[3]["appended"], results[3]["duplicates"]) == (4, 0, 4)
+    assert results[4]["compaction"]["reason"] == "compacted"
+    assert (results[4]["compaction"]["from_seq"], results[4]["compaction"]["to_seq"]) == (1, 3)
+    assert [event["archived"] for event in results[5]["events"]] == [True, True, True, False, False]
+    assert results[6]["checkpoint_decisions"][0]["origin"] == "provider"
+    assert results[7]["checkpoint"] is True and "Now document the new worker command." in results[7]["text"]
+    assert [item["session_id"] for item in results[8]["sessions"]] == ["par-1"]
+    assert results[9]["checkpoint"] == {"queued": True, "reason": "eligible"}
+    assert results[10]["checkpoint"] == {"queued": False, "reason": "already_stopped"}
+    assert results[11]["code"] == "memory.conflict"
+    assert results[12]["code"] == "memory.not_found"

@@ -1,0 +1,68 @@
+"""`compozy hook claude-code <event>`: the Claude Code hooks adapter (memory/services/hooks.py).
+
+A hook runs inside the user's agent and must never block or break it. Whatever happens the command exits 0; on
+success it prints only what the hook protocol expects (SessionStart's hookSpecificOutput JSON), on failure
+nothing at all, and the failure goes to `$COMPOZY_HOME/logs/hooks.log` with a stable code
+(memory/services/hooklog.py) and, when the database works, a `memory.session.hook.failed` event.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from compozy.command import ProductCommand
+from memory.domain.enums import Origin
+from memory.domain.errors import CompozyError
+from memory.services import hooks
+from memory.services.inputs import Caller
+
+
+class Command(ProductCommand):
+    help = ("Agent hooks: `compozy hook claude-code <event>` reads the hook's JSON on stdin (SessionStart, "
+            "UserPromptSubmit, Stop, PreCompact, SessionEnd). It always exits 0; failures go to "
+            "$COMPOZY_HOME/logs/hooks.log with a stable code.")
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("client", help="The agent runtime: claude-code.")
+        parser.add_argument("event", help="The hook event, as the client names it (SessionStart, Stop, …).")
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        client, event = [*argv[2:4], "", ""][:2]
+        self._session_id = ""
+        try:
+            # Django's own run_from_argv, not ProductCommand's: that one prints a domain error and exits non-zero,
+            # which is exactly what a hook must never do.
+            BaseCommand.run_from_argv(self, argv)
+        except SystemExit as exit_:
+            if exit_.code not in (0, None):
+                hooks.hook_failure_record(code="hook.event_unknown", message="usage: compozy hook claude-code <event>",
+                                          client=client, event=event)
+        except CompozyError as error:
+            code = "hook.event_unknown" if error.details.get("reason") == "usage" else error.code
+            hooks.hook_failure_record(code=code, message=error.message, client=client, event=event,
+                                      session_id=self._session_id)
+        except BaseException as exc:  # noqa: BLE001 - a hook never breaks the agent; the failure is logged
+            hooks.hook_failure_record(code="hook.internal", message=f"{type(exc).__name__}: {exc}", client=client,
+                                      event=event, session_id=self._session_id)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from memory.bootstrap import bootstrap
+
+        client, event = options["client"], options["event"]
+        payload = hooks.hook_payload(client=client, event=event, raw=sys.stdin.buffer.read())
+        self._session_id = payload.session_id
+        bootstrap()
+        cwd = Path(payload.cwd) if payload.cwd else Path(os.getcwd())
+        result = hooks.hook_claude_code(event=event, payload=payload,
+                                        caller=Caller(origin=Origin.CLI, cwd=cwd, session_id=payload.session_id))
+        if result.transcript_error:
+            hooks.hook_failure_record(code="hook.transcript_unreadable", message=result.transcript_error,
+                                      client=client, event=event, session_id=payload.session_id)
+        if result.output is not None:
+            sys.stdout.write(json.dumps(result.output, ensure_ascii=False) + "\n")

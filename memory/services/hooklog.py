@@ -1,0 +1,36 @@
+"""The failure log of agent hooks: `$COMPOZY_HOME/logs/hooks.log`, one JSON object per line.
+
+A hook runs inside someone else's agent and must never break it, so its failures are not printed: they are
+appended here with a stable code. Plain Python on purpose (no Django, no database): it must work when those are
+what failed.
+
+Codes: `hook.startup` (the command could not start), `hook.payload_invalid` (stdin was not a usable hook
+payload), `hook.event_unknown` (not an event the adapter handles), `hook.transcript_unreadable` (the transcript
+could not be read; the rest of the hook still ran), `hook.internal` (anything else: a bug), or the `memory.*` code
+of a service error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+def log_path() -> Path:
+    home = Path(os.environ.get("COMPOZY_HOME") or Path.home() / ".compozy").expanduser()
+    return home / "logs" / "hooks.log"
+
+
+def log_failure(*, code: str, message: str, client: str = "", event: str = "", session_id: str = "") -> None:
+    """Append one failure line; never raises (a hook that cannot even log still exits quietly)."""
+    entry = {"ts": datetime.now(UTC).isoformat().replace("+00:00", "Z"), "code": code, "client": client,
+             "event": event, "session_id": session_id, "message": message[:2000]}
+    try:
+        path = log_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    except OSError:
+        pass

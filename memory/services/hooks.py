@@ -1,0 +1,185 @@
+"""The hook noun: agent runtimes driving the session ledger through their own hook events. Claude Code first.
+
+`compozy hook claude-code <event>` reads the hook's JSON from stdin (fields documented in the Claude Code hooks
+reference: `session_id`, `transcript_path`, `cwd`, `hook_event_name`, `source`, `trigger`, `reason`) and:
+
+- `SessionStart`: starts (or looks up) the ledger session and answers with its frozen memory section as
+  `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, the output the reference
+  documents for SessionStart
+- `UserPromptSubmit`, `Stop`: imports the transcript lines not yet imported (a line's uuid is its key, so a repeat
+  is a no-op); `Stop` also closes the turn with a `done` row
+- `PreCompact`: imports, then runs compaction coverage over the complete turns imported
+- `SessionEnd`: imports, closes the turn, and stops the session, which queues the checkpoint update
+
+The transcript mapping is in `memory.sessions.claude_code`. Failures are the command's to swallow and log: here
+they are ordinary domain errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+
+from memory.controller.events import event_record
+from memory.domain.enums import EventOp
+from memory.domain.errors import CompozyError
+from memory.sessions import claude_code, ledger
+
+from .hooklog import log_failure
+from .inputs import Caller
+from .results import Result
+from .sessions import (
+    MAX_BATCH,
+    SESSION_ID_PATTERN,
+    CompactionResult,
+    SessionAppendInput,
+    SessionCompactInput,
+    SessionIdInput,
+    SessionStartInput,
+    session_append,
+    session_compact,
+    session_start,
+    session_stop,
+)
+
+CLAUDE_CODE_AGENT = "claude-code"
+ClaudeCodeEvent = Literal["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
+CLAUDE_CODE_EVENTS: tuple[str, ...] = ClaudeCodeEvent.__args__  # type: ignore[attr-defined]
+
+
+class HookFailure(CompozyError):
+    """A hook that cannot run: its stable code is one of hooklog's `hook.*` codes."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class TranscriptUnreadable(Exception):
+    """The transcript named by the hook could not be read; the hook's other steps still run."""
+
+
+class ClaudeCodePayload(BaseModel):
+    """The hook input fields the adapter reads. Claude Code adds fields across versions (permission_mode, model,
+    prompt, stop_hook_active, …); they are ignored rather than refused, so a newer client never breaks the hook."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    session_id: str = Field(pattern=SESSION_ID_PATTERN)
+    transcript_path: str | None = None
+    cwd: str | None = None
+    hook_event_name: str | None = None
+    source: str | None = None  # SessionStart: startup, resume, clear, compact
+    trigger: str | None = None  # PreCompact: manual, auto
+    reason: str | None = None  # SessionEnd: clear, logout, prompt_input_exit, other
+
+
+class HookResult(Result):
+    event: str
+    session_id: str
+    imported: int
+    duplicates: int
+    transcript_error: str | None
+    compaction: CompactionResult | None
+    stopped: bool
+    output: dict[str, Any] | None  # what the hook prints on stdout, if anything
+
+
+def _workspace(caller: Caller) -> str | None:
+    return str(caller.cwd) if caller.cwd is not None else None
+
+
+def _ensure_started(payload: ClaudeCodePayload, caller: Caller) -> Any:
+    """Every event starts or looks up the session: a client without the SessionStart hook (or one resumed from
+    outside) still gets a ledger, and a stopped session that the agent resumed runs again."""
+    return session_start(data=SessionStartInput(session_id=payload.session_id, workspace=_workspace(caller),
+                                                agent_name=CLAUDE_CODE_AGENT), caller=caller)
+
+
+def _read_transcript(path: str | None) -> list[dict[str, Any]]:
+    if not path:
+        return []
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []  # nothing written yet (a session that has not answered anything)
+    except OSError as exc:
+        raise TranscriptUnreadable(f"{type(exc).__name__}: {exc.strerror or exc}") from None
+    return claude_code.parse_lines(text.splitlines())[0]
+
+
+def _import(payload: ClaudeCodePayload, caller: Caller, *, close_turn: bool) -> tuple[int, int, str | None]:
+    """(rows appended, rows already there, transcript error). Only lines after the last one imported are mapped;
+    if that line is not found (a rewritten transcript), every line is, and the keys keep it idempotent."""
+    error = None
+    try:
+        lines = _read_transcript(payload.transcript_path)
+    except TranscriptUnreadable as exc:
+        lines, error = [], str(exc)
+    start, turn = 0, ""
+    last = ledger.last_imported(payload.session_id)
+    if last is not None:
+        uuid = last[0].split(":", 1)[0]
+        for index in range(len(lines) - 1, -1, -1):
+            if lines[index].get("uuid") == uuid:
+                start, turn = index, last[1]
+                break
+    mapped = claude_code.rows_of(lines[start:], current_turn=turn)
+    events = [row.as_event() for row in mapped.rows]
+    if close_turn and mapped.last_turn:
+        events.append(claude_code.turn_end(mapped.last_turn).as_event())
+    appended = duplicates = 0
+    for offset in range(0, len(events), MAX_BATCH):
+        result = session_append(data=SessionAppendInput(session_id=payload.session_id,
+                                                        workspace=_workspace(caller),
+                                                        events=events[offset:offset + MAX_BATCH]), caller=caller)
+        appended += result.appended
+        duplicates += result.duplicates
+    return appended, duplicates, error
+
+
+def hook_claude_code(*, event: ClaudeCodeEvent, payload: ClaudeCodePayload, caller: Caller) -> HookResult:
+    result: dict[str, Any] = {"event": event, "session_id": payload.session_id, "imported": 0, "duplicates": 0,
+                              "transcript_error": None, "compaction": None, "stopped": False, "output": None}
+    started = _ensure_started(payload, caller)
+    if event == "SessionStart":
+        result["output"] = {"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                   "additionalContext": started.snapshot.text}}
+        return HookResult(**result)
+    imported, duplicates, error = _import(payload, caller, close_turn=event in ("Stop", "SessionEnd"))
+    result.update(imported=imported, duplicates=duplicates, transcript_error=error)
+    ids = {"session_id": payload.session_id, "workspace": _workspace(caller)}
+    if event == "PreCompact":
+        result["compaction"] = session_compact(data=SessionCompactInput(**ids), caller=caller)
+    if event == "SessionEnd":
+        session_stop(data=SessionIdInput(**ids), caller=caller)
+        result["stopped"] = True
+    return HookResult(**result)
+
+
+CLIENTS = ("claude-code",)
+
+
+def hook_payload(*, client: str, event: str, raw: bytes) -> ClaudeCodePayload:
+    """The hook's stdin as a payload, or a HookFailure with the code that says why not."""
+    if client not in CLIENTS or event not in CLAUDE_CODE_EVENTS:
+        raise HookFailure("hook.event_unknown", f"{client} {event} is not a hook this adapter handles")
+    try:
+        return ClaudeCodePayload.model_validate(json.loads(raw.decode("utf-8")))
+    except (UnicodeDecodeError, json.JSONDecodeError, PydanticValidationError) as exc:
+        raise HookFailure("hook.payload_invalid", f"stdin is not a usable hook payload: {type(exc).__name__}") \
+            from None
+
+
+def hook_failure_record(*, code: str, message: str, client: str = "", event: str = "", session_id: str = "") -> None:
+    """Log a hook's failure (always) and record its event (when the database answers). Never raises."""
+    log_failure(code=code, message=message, client=client, event=event, session_id=session_id)
+    # The database may be what failed: the log line stands either way.
+    with contextlib.suppress(Exception):
+        event_record(op=EventOp.SESSION_HOOK_FAILED, session_id=session_id, actor=client or "hook",
+                     metadata={"code": code, "event": event, "client": client})

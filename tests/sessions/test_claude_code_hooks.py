@@ -1,0 +1,177 @@
+"""The Claude Code hooks adapter, driven as Claude Code drives it: the real `compozy hook claude-code <event>`
+process, a recorded hook payload on stdin, and a transcript on disk.
+
+The payloads (tests/sessions/data/claude_code/*.json) and the transcript (transcript_phase1.jsonl, then
+transcript_phase2.jsonl appended) were written for these tests in the documented formats: the hook input fields
+of the Claude Code hooks reference and the session JSONL schema cited in memory/sessions/claude_code.py. They are
+not copied from a real session.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli
+
+DATA = Path(__file__).resolve().parent / "data" / "claude_code"
+SESSION = json.loads((DATA / "SessionStart.json").read_text())["session_id"]
+
+
+class Agent:
+    """One Claude Code session in a workspace: its transcript file and its hook calls."""
+
+    def __init__(self, cli: Cli) -> None:
+        self.cli = cli
+        self.transcript = cli.cwd.parent / "transcript.jsonl"
+
+    def write_transcript(self, *phases: str) -> None:
+        text = "".join((DATA / f"transcript_{phase}.jsonl").read_text() for phase in phases)
+        self.transcript.write_text(text.replace("__CWD__", str(self.cli.cwd)))
+
+    def payload(self, event: str, **changes: object) -> bytes:
+        payload = json.loads((DATA / f"{event}.json").read_text())
+        payload.update(cwd=str(self.cli.cwd), transcript_path=str(self.transcript), **changes)
+        return json.dumps(payload).encode()
+
+    def hook(self, event: str, stdin: bytes | None = None, **env: str):
+        result = self.cli("hook", "claude-code", event, input=self.payload(event) if stdin is None else stdin, **env)
+        assert result.code == 0, result.stderr
+        return result
+
+    def events(self) -> list[dict]:
+        listed = self.cli("session", "events", SESSION, "-o", "json")
+        assert listed.code == 0, listed.stderr
+        return listed.json["events"]
+
+    def log(self) -> list[dict]:
+        path = self.cli.home / "logs" / "hooks.log"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture
+def agent(cli: Cli) -> Agent:
+    return Agent(cli)
+
+
+def test_session_start_answers_with_the_frozen_memory_section_as_additional_context(agent):
+    assert agent.cli("memory", "write", "--type", "project", "--name", "Billing Worker", "--description",
+                     "Where the billing worker runs", "--content", "The billing worker runs on the queue host.").code == 0
+    started = agent.hook("SessionStart")
+    output = json.loads(started.stdout)
+    assert set(output) == {"hookSpecificOutput"}
+    assert output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    context = output["hookSpecificOutput"]["additionalContext"]
+    assert "Billing Worker" in context
+    snapshot = agent.cli("memory", "snapshot", "--session", SESSION, "--agent", "claude-code")
+    assert context.rstrip("\n") + "\n" == snapshot.stdout  # the session's frozen bytes
+    shown = agent.cli("session", "show", SESSION, "-o", "json").json["session"]
+    assert (shown["agent_name"], shown["type"], shown["status"]) == ("claude-code", "user", "running")
+    # After Claude Code compacts its context it starts again with source=compact: the same frozen section.
+    again = agent.hook("SessionStart", stdin=agent.payload("SessionStart", source="compact"))
+    assert json.loads(again.stdout) == output
+
+
+def test_prompt_and_stop_hooks_import_each_transcript_line_once_and_close_turns(agent):
+    agent.write_transcript("phase1")
+    agent.hook("SessionStart")
+    assert agent.hook("UserPromptSubmit").stdout == ""
+    rows = agent.events()
+    assert [(r["kind"], r["content"].split("\n")[0]) for r in rows] == [
+        ("user_message", "Migrate the billing worker to asyncio and keep the retry policy."),
+        ("assistant_message", "I'll read the worker first."),
+        ("tool_call", "Read"),
+        ("tool_result", "def run():"),
+        ("assistant_message", "We decided to use asyncio.TaskGroup instead of gather. I migrated billing/worker.py."),
+        ("tool_call", "Bash"),
+        ("tool_result", "FAILED tests/test_worker.py::test_retry - AssertionError: 2 != 3"),
+        ("assistant_message", "Fixed the retry count; all tests pass now."),
+    ]
+    turn = "00000001-0000-4000-8000-000000000001"
+    assert {r["turn_id"] for r in rows} == {turn}
+    assert rows[2]["data"]["input"]["file_path"].endswith("billing/worker.py")
+    assert rows[6]["data"]["is_error"] is True
+    assert rows[0]["ts"] == "2026-11-30T09:00:00Z"
+    agent.hook("Stop")
+    agent.hook("Stop")  # a repeat imports nothing and closes nothing twice
+    rows = agent.events()
+    assert [r["kind"] for r in rows][8:] == ["done"] and rows[8]["turn_id"] == turn
+
+    agent.write_transcript("phase1", "phase2")
+    agent.hook("Stop")
+    rows = agent.events()
+    second = "00000009-0000-4000-8000-000000000009"
+    assert [(r["kind"], r["turn_id"]) for r in rows[9:]] == [
+        ("user_message", second), ("assistant_message", second), ("tool_call", second), ("done", second)]
+    contents = " ".join(r["content"] for r in rows)
+    assert "Sub-agent scratch work" not in contents and "/model" not in contents  # sidechain and meta lines
+    assert "The worker uses threads" not in contents  # thinking stays private
+    assert [r["seq"] for r in rows] == list(range(1, 14))
+
+
+def test_pre_compact_covers_the_complete_turns_imported_so_far(agent):
+    agent.write_transcript("phase1", "phase2")
+    agent.hook("SessionStart")
+    agent.hook("PreCompact")
+    rows = agent.events()
+    first_turn = [r for r in rows if r["turn_id"] == "00000001-0000-4000-8000-000000000001"]
+    assert first_turn[-1]["kind"] == "done"  # the newer prompt proved the first turn over
+    assert all(r["archived"] for r in first_turn)
+    assert not any(r["archived"] for r in rows if r not in first_turn)  # the open turn stays
+    shown = agent.cli("session", "show", SESSION, "-o", "json").json
+    assert [(c["from_seq"], c["to_seq"]) for c in shown["coverage"]] == [(1, len(first_turn))]
+    checkpoint = (agent.cli.cwd / ".compozy" / "memory" / "project_checkpoint_summary.md").read_text()
+    assert "Migrate the billing worker to asyncio" in checkpoint
+
+
+def test_session_end_imports_the_rest_stops_the_session_and_updates_the_checkpoint(agent):
+    agent.write_transcript("phase1", "phase2")
+    agent.hook("SessionStart")
+    # COMPOZY_Q_SYNC=1 runs the task cluster's checkpoint job inline in the hook process.
+    assert agent.hook("SessionEnd", COMPOZY_Q_SYNC="1").stdout == ""
+    shown = agent.cli("session", "show", SESSION, "-o", "json").json
+    assert shown["session"]["status"] == "stopped"
+    assert [r["kind"] for r in agent.events()][-1] == "done"
+    checkpoint = (agent.cli.cwd / ".compozy" / "memory" / "project_checkpoint_summary.md").read_text()
+    assert "Now document the worker command in the README." not in checkpoint.split("## Pending asks")[1].split(
+        "##")[0]  # answered before the session ended
+    assert "billing/worker.py" in checkpoint and "README.md" in checkpoint
+    decisions = agent.cli("memory", "decisions", "list", "--filename", "project_checkpoint_summary.md", "-o", "json")
+    assert [(d["origin"], d["session_id"]) for d in decisions.json["decisions"]] == [("provider", SESSION)]
+    assert agent.log() == []
+
+
+def test_a_hook_that_cannot_start_the_session_exits_zero_prints_nothing_and_logs_a_stable_code(agent, tmp_path):
+    agent.write_transcript("phase1")
+    cases = [
+        ("not json", "Stop", b"{not json", {}, "hook.payload_invalid"),
+        ("no session id", "Stop", b'{"hook_event_name": "Stop"}', {}, "hook.payload_invalid"),
+        ("unknown event", "Notification", agent.payload("Stop"), {}, "hook.event_unknown"),
+    ]
+    for label, event, stdin, env, code in cases:
+        result = agent.cli("hook", "claude-code", event, input=stdin, **env)
+        assert (result.code, result.stdout) == (0, ""), label
+        assert agent.log()[-1]["code"] == code, label
+    # A broken configuration file: the service refuses it with its own stable code; the hook still exits 0.
+    (agent.cli.cwd / ".compozy").mkdir(exist_ok=True)
+    (agent.cli.home / "config.toml").write_text("[memory\nbroken")
+    broken = agent.cli("hook", "claude-code", "SessionStart", input=agent.payload("SessionStart"))
+    assert (broken.code, broken.stdout) == (0, "")
+    assert agent.log()[-1]["code"] == "memory.validation"
+    (agent.cli.home / "config.toml").unlink()
+    # A home Django cannot even start in.
+    blocked = tmp_path / "home-is-a-file"
+    blocked.write_text("")
+    startup = agent.cli("hook", "claude-code", "Stop", input=agent.payload("Stop"), COMPOZY_HOME=str(blocked))
+    assert (startup.code, startup.stdout) == (0, "")
+
+
+def test_an_unreadable_transcript_is_logged_and_the_rest_of_the_hook_still_runs(agent):
+    agent.hook("SessionStart")
+    agent.transcript.mkdir()  # a directory where the transcript should be
+    result = agent.hook("SessionEnd")
+    assert result.stdout == ""
+    assert agent.log()[-1]["code"] == "hook.transcript_unreadable"
+    assert agent.cli("session", "show", SESSION, "-o", "json").json["session"]["status"] == "stopped"
