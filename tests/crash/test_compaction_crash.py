@@ -44,7 +44,8 @@ def test_a_compaction_killed_after_its_coverage_commit_is_finished_by_the_next_r
     # The usage update crosses the threshold; the process is SIGKILLed right after the coverage commit, before
     # the archive update (COMPOZY_FAULT_SIGNAL=KILL: no exit handler, no flush, as `kill -9`).
     killed = subprocess.run([COMPOZY, "session", "usage", "crash-1", "--used", str(WINDOW), "--turn-id", "t3"],
-                            cwd=cli.cwd, env=cli.env(COMPOZY_FAULT="after_coverage_commit", COMPOZY_FAULT_SIGNAL="KILL"),
+                            cwd=cli.cwd,
+                            env=cli.env(COMPOZY_FAULT="after_coverage_commit", COMPOZY_FAULT_SIGNAL="KILL"),
                             capture_output=True, timeout=120)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
 

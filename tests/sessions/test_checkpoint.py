@@ -16,7 +16,6 @@ from memory.domain.errors import NotFound
 from memory.models import Event
 from memory.services import checkpoints
 from tests import helpers as h
-from tests.controller.test_providers import FakeCompletions
 from tests.recall import helpers as r
 from tests.sessions import helpers as s
 
@@ -231,13 +230,12 @@ def test_one_workspaces_checkpoint_never_enters_another_workspaces_snapshot(
 
 
 @pytest.fixture
-def http_provider(monkeypatch):
-    fake = FakeCompletions()
+def http_provider(monkeypatch, completions):
+    """The HTTP provider, pointed at the one fake chat-completions endpoint (tests/fake_completions.py)."""
     monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__KIND", "'openai'")
-    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__BASE_URL", f"'{fake.url}'")
+    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__BASE_URL", f"'{completions.url}'")
     monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__MODEL", "'m'")
-    yield fake
-    fake.close()
+    return completions
 
 
 def valid_answer(goal: str) -> str:

@@ -58,7 +58,8 @@ def agent(cli: Cli) -> Agent:
 
 def test_session_start_answers_with_the_frozen_memory_section_as_additional_context(agent):
     assert agent.cli("memory", "write", "--type", "project", "--name", "Billing Worker", "--description",
-                     "Where the billing worker runs", "--content", "The billing worker runs on the queue host.").code == 0
+                     "Where the billing worker runs",
+                     "--content", "The billing worker runs on the queue host.").code == 0
     started = agent.hook("SessionStart")
     output = json.loads(started.stdout)
     assert set(output) == {"hookSpecificOutput"}
