@@ -10,6 +10,7 @@ not copied from a real session.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,25 @@ def test_an_unreadable_transcript_is_logged_and_the_rest_of_the_hook_still_runs(
     assert result.stdout == ""
     assert agent.log()[-1]["code"] == "hook.transcript_unreadable"
     assert agent.cli("session", "show", SESSION, "-o", "json").json["session"]["status"] == "stopped"
+
+
+def readme_settings() -> dict:
+    """The README's `.claude/settings.json` snippet: the one ```json block that configures hooks."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text("utf-8")
+    blocks = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", readme, flags=re.S)]
+    settings = [block for block in blocks if isinstance(block, dict) and "hooks" in block]
+    assert len(settings) == 1, "the README has one .claude/settings.json hooks snippet"
+    return settings[0]
+
+
+def test_the_readme_settings_snippet_runs_this_adapter_for_every_event_it_handles():
+    from memory.services.hooks import CLAUDE_CODE_EVENTS
+
+    hooks = readme_settings()["hooks"]
+    assert set(hooks) == set(CLAUDE_CODE_EVENTS)
+    for event, groups in hooks.items():
+        # The settings shape of the hooks reference: event -> [{"hooks": [{"type": "command", "command": …}]}].
+        commands = [(hook["type"], hook["command"]) for group in groups for hook in group["hooks"]]
+        assert commands == [("command", f"compozy hook claude-code {event}")], event
+        # The recorded payload of each configured event names the same event.
+        assert json.loads((DATA / f"{event}.json").read_text())["hook_event_name"] == event

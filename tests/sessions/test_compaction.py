@@ -3,6 +3,7 @@ cooldown after a failed summary, and archived rows that stay readable but leave 
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import timedelta
 
@@ -118,6 +119,30 @@ def test_a_failed_summary_arms_a_cooldown_and_archives_nothing(home, workspace_d
     done = s.usage(workspace_dir, "cp-1", over_threshold(), turn_id="t2")["compaction"]
     assert done["reason"] == "compacted" and archived_flags(workspace_dir)[:3] == [True, True, True]
     assert len(r.events(EventOp.SESSION_COMPACTION_FAILED.value)) == 1
+
+
+def test_a_failed_compaction_summary_leaves_the_checkpoint_byte_identical_and_records_why(
+        home, workspace_dir, http_provider):  # noqa: F811
+    http_provider.reply = valid_answer("The first, good summary.")
+    started(workspace_dir)
+    s.append(workspace_dir, "cp-1", s.turn("t1", "First ask.", "First answer."))
+    assert s.compact(workspace_dir, "cp-1", turn_id="t2")["reason"] == "compacted"
+    path = s.checkpoint_path(workspace_dir)
+    before = path.read_bytes()
+    s.append(workspace_dir, "cp-1", s.turn("t2", "Second ask.", "Second answer."))
+    http_provider.reply = "## Goal\n- only one section\n"  # malformed: the other sections are missing
+    failed = s.compact(workspace_dir, "cp-1", turn_id="t3")
+    assert (failed["reason"], failed["archived"]) == ("failed", 0)
+    assert path.read_bytes() == before
+    assert archived_flags(workspace_dir) == [True] * 3 + [False] * 3  # the first span only
+    assert [(c["from_seq"], c["to_seq"]) for c in failed["coverage"]] == [(1, 3)]
+    assert checkpoint_decisions(workspace_dir) == 1  # never a half write
+    records = list((workspace_dir / ".compozy" / "memory" / "_system" / "checkpoint" / "failures").glob("*.json"))
+    assert len(records) == 1
+    record = json.loads(records[0].read_text())
+    assert (record["source"], record["error"], record["session_id"]) == ("compaction", "sections", "cp-1")
+    failed_events = r.events(EventOp.SESSION_CHECKPOINT_FAILED.value)
+    assert [e.metadata["source"] for e in failed_events] == ["compaction"]
 
 
 def test_archived_rows_stay_readable_in_events_and_show(home, workspace_dir):
