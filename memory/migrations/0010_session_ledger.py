@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0008_dreaming'),
+        ('memory', '0009_event_workspace_op_ts'),
     ]
 
     operations = [
