@@ -556,7 +556,7 @@ def session_events(*, data: SessionEventsInput, caller: Caller) -> SessionEventL
 def session_list(*, data: SessionListInput, caller: Caller) -> SessionList:
     span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
     # Across workspaces (the operator's view, the inspector's default) every row still names its workspace.
-    scope = span.workspace_ids if span.across else [span.resolved.workspace_id]
+    scope = span.event_workspace_ids if span.across else [span.resolved.workspace_id]
     queryset = Session.objects.select_related("snapshot").filter(workspace_id__in=scope)
     filters = Q()
     if data.status is not None:

@@ -305,10 +305,10 @@ def snapshot_list(*, data: SnapshotListInput, caller: Caller) -> SnapshotList:
     """The sessions with a snapshot, newest first: of the caller's workspace or, with all_workspaces, of every
     known one (and those that ran outside any workspace)."""
     span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
-    rows = SessionSnapshot.objects.select_related("snapshot").filter(
+    rows = Session.objects.select_related("snapshot").filter(
         workspace_id__in=span.event_workspace_ids if span.across else [span.resolved.workspace_id])
     binding = {"workspaces": span.workspace_ids, "across": span.across}
-    page_rows, page = page_of(rows.order_by("-created_at", "-session_id"), cursor=data.cursor, limit=data.limit,
+    page_rows, page = page_of(rows.order_by("-started_at", "-session_id"), cursor=data.cursor, limit=data.limit,
                               binding=binding)
     counts = dict(Injection.objects.filter(session_id__in=[row.session_id for row in page_rows])
                   .values_list("session_id").annotate(count=models.Count("id")))
@@ -316,4 +316,4 @@ def snapshot_list(*, data: SnapshotListInput, caller: Caller) -> SnapshotList:
         session_id=row.session_id, parent_session_id=row.parent_session_id or None,
         workspace_id=row.workspace_id or None, agent_name=row.agent_name or None,
         generation=row.snapshot.generation, injections=counts.get(row.session_id, 0),
-        created_at=iso(row.created_at)) for row in page_rows], page=Page(**page))
+        created_at=iso(row.started_at)) for row in page_rows], page=Page(**page))
