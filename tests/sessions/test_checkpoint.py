@@ -298,3 +298,38 @@ def test_a_bad_generation_leaves_the_previous_checkpoint_byte_identical_and_reco
     assert (record["error"], record["session_id"], record["source"]) == (reason, "bad-1", "session_stop")
     assert "compozy_claim" not in records[0].read_text()  # the failed text itself is never kept
     assert Event.objects.filter(op=EventOp.SESSION_CHECKPOINT_UPDATED.value).count() == 1
+
+
+def provider_payload(fake) -> dict:
+    return json.loads(fake.requests[-1]["body"]["messages"][1]["content"])
+
+
+def test_the_provider_gets_the_newest_256_messages_and_how_many_older_ones_were_cut(
+        home, workspace_dir, http_provider, sync_tasks, django_capture_on_commit_callbacks):
+    http_provider.reply = valid_answer("Bounded by count.")
+    asks = [{"kind": "user_message", "content": f"Ask number {index}.", "turn_id": f"t{index}"} for index in range(300)]
+    with django_capture_on_commit_callbacks(execute=True):
+        run_session(workspace_dir, "count-1", [asks])
+    payload = provider_payload(http_provider)
+    assert [m["content"] for m in payload["messages"]] == [f"Ask number {index}." for index in range(44, 300)]
+    assert payload["cut"] == {"omitted_older_messages": 44, "truncated_messages": 0}
+
+
+def test_the_provider_gets_at_most_192000_bytes_and_a_huge_output_is_cut_in_the_middle_with_a_mark(
+        home, workspace_dir, http_provider, sync_tasks, django_capture_on_commit_callbacks):
+    http_provider.reply = valid_answer("Bounded by bytes.")
+    long_asks = [{"kind": "user_message", "content": f"{index:04d} " + "w" * 1_500, "turn_id": f"t{index}"}
+                 for index in range(200)]
+    huge = {"kind": "tool_result", "content": "HEAD" + "o" * 300_000 + "TAIL", "turn_id": "t200"}
+    with django_capture_on_commit_callbacks(execute=True):
+        run_session(workspace_dir, "bytes-1", [[*long_asks, huge]])
+    payload = provider_payload(http_provider)
+    messages = payload["messages"]
+    assert len(messages) < 200 and sum(len(m["content"].encode()) for m in messages) <= 192_000
+    assert messages[-1]["kind"] == "tool_result"
+    cut = messages[-1]["content"]
+    assert cut.startswith("HEAD") and cut.endswith("TAIL") and "bytes cut" in cut and len(cut) < 30_000
+    # The newest rows are the ones kept, contiguous up to the last one; what was left out is counted.
+    kept = [int(m["content"][:4]) for m in messages[:-1]]
+    assert kept == list(range(200 - len(kept), 200))
+    assert payload["cut"] == {"omitted_older_messages": 201 - len(messages), "truncated_messages": 1}
