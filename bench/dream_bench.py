@@ -64,7 +64,7 @@ def run(env: common.Env, args: argparse.Namespace) -> dict[str, object]:
     from memory.domain.document import render_document
     from memory.domain.enums import MemoryType, Origin, Scope
     from memory.domain.models import Frontmatter, ScopeRef
-    from memory.services import dreams, memories
+    from memory.services import dreams, memories, sessions
     from memory.services.catalog import ReindexInput, catalog_reindex
     from memory.services.inputs import Caller, Selector
     from memory.services.resolution import resolve
@@ -94,10 +94,9 @@ def run(env: common.Env, args: argparse.Namespace) -> dict[str, object]:
             "INSERT INTO memory_recall_signals (root_key, filename, recall_count, recall_score, first_recalled_at, "
             "last_recalled_at, promoted_at, promoted_run) VALUES (%s, %s, %s, %s, %s, %s, NULL, '')",
             [(ref.root_key, name, 2 + i % 5, 0.5 + (i % 50) / 100, now, now) for i, name in enumerate(chosen)])
-        cursor.executemany(
-            "INSERT INTO memory_events (op, scope, agent_name, agent_tier, workspace_id, session_id, actor, "
-            "decision_id, target, metadata, ts) VALUES ('memory.recall.executed', '', '', '', %s, %s, 'tool', NULL, "
-            "'', '{}', %s)", [(resolved.workspace_id, f"bench-{i}", now) for i in range(3)])
+    for index in range(3):  # three completed sessions in the ledger, so the sessions gate passes
+        sessions.session_start(data=sessions.SessionStartInput(session_id=f"bench-{index}"), caller=caller)
+        sessions.session_stop(data=sessions.SessionIdInput(session_id=f"bench-{index}"), caller=caller)
 
     status_input = dreams.DreamStatusInput()
     status = dreams.dream_status(data=status_input, caller=caller).to_json()

@@ -7,15 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import connection
-
 from compozy.config import DreamConfig
 from memory.domain.dreaming import Gate, RunStatus
-from memory.domain.enums import EventOp
-from memory.models import Consolidation
+from memory.domain.enums import SessionStatus, SessionType
+from memory.models import Consolidation, Session
 
 from .candidates import Selection
 from .lock import LockState
+
+# The sessions that count toward the sessions gate.
+GATE_SESSION_TYPES = (SessionType.USER, SessionType.COORDINATOR)
 
 
 @dataclass(frozen=True)
@@ -35,17 +36,14 @@ def last_success(workspace_id: str) -> datetime | None:
 
 
 def sessions_since(workspace_id: str, since: datetime | None) -> int:
-    """Completed sessions of the workspace since `since`: until the session ledger lands, the distinct sessions
-    that made a recall in it (memory.recall.executed events carrying a session id)."""
-    sql = ("SELECT COUNT(DISTINCT session_id) FROM memory_events WHERE workspace_id = %s AND op = %s "
-           "AND session_id != ''")
-    params: list[object] = [workspace_id, EventOp.RECALL_EXECUTED.value]
+    """Completed sessions of the workspace since `since`, from the session ledger: user and coordinator sessions
+    that stopped after it. Dream and system sessions are the machine's own work (dreaming counting its own runs
+    would trigger itself), and a sub-agent is part of its parent's session, not a session of its own."""
+    stopped = Session.objects.filter(workspace_id=workspace_id, status=SessionStatus.STOPPED.value,
+                                     type__in=[kind.value for kind in GATE_SESSION_TYPES], parent_session_id="")
     if since is not None:
-        sql += " AND ts > %s"
-        params.append(connection.ops.adapt_datetimefield_value(since))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return int(cursor.fetchone()[0])
+        stopped = stopped.filter(stopped_at__gt=since)
+    return stopped.count()
 
 
 def check_enabled(dream: DreamConfig) -> GateCheck:

@@ -8,13 +8,13 @@ from typing import Any
 
 from django.db import connection
 
-from memory.controller.events import event_record
-from memory.domain.enums import EventOp, Origin
+from memory.domain.enums import Origin
 from memory.domain.models import utc_now
 from memory.models import RecallSignal
 from memory.services import dreams
 from memory.services.inputs import Caller
 from tests import helpers as h
+from tests.sessions import helpers as session
 
 # Distinct subjects, so the controller adds each memory rather than merging them.
 SUBJECTS = [
@@ -59,9 +59,10 @@ def signal(root: str, filename: str, *, count: int = 3, ema: float = 0.8, days_a
 
 
 def sessions(ws: Path, count: int, *, prefix: str = "s") -> None:
+    """`count` completed user sessions of the workspace, as the session ledger records them: started, stopped."""
     for index in range(count):
-        event_record(op=EventOp.RECALL_EXECUTED, workspace_id=workspace_id(ws), session_id=f"{prefix}{index}",
-                     actor="tool")
+        session.start(ws, f"{prefix}{index}")
+        session.stop(ws, f"{prefix}{index}")
 
 
 def ready(ws: Path, count: int = 6) -> list[str]:

@@ -33,10 +33,15 @@ def test_the_cluster_schedule_dreams_after_agents_recall(tmp_path):
             assert response.status_code == 200, response.text
             files.append(response.json()["decision"]["target_filename"])
         for session in ("agent-a", "agent-b", "agent-c"):
+            started = client.post("/api/sessions", json={"session_id": session, "workspace": ws})
+            assert started.status_code == 200, started.text
             for query in QUERIES:
                 response = client.post("/api/memory/search", json={"query": query, "top_k": 1, "workspace": ws},
                                        headers={"X-Compozy-Session": session})
                 assert response.status_code == 200 and response.json()["results"], response.text
+            # A stopped session is a completed one: the sessions gate counts it from the ledger.
+            stopped = client.post(f"/api/sessions/{session}/stop", json={"workspace": ws})
+            assert stopped.status_code == 200, stopped.text
         status = client.get("/api/memory/dreams/status", params={"workspace": ws}).json()
         assert status["ready"] is True, status
         assert status["schedule"]["every_minutes"] == 1

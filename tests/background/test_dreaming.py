@@ -13,7 +13,7 @@ from memory.domain.dreaming import candidate_score
 from memory.domain.enums import EventOp, Origin
 from memory.domain.models import utc_now
 from memory.dreaming.lock import acquire, lock_state
-from memory.models import Consolidation, Decision, DreamLock, Event, RecallSignal
+from memory.models import Consolidation, Decision, DreamLock, Event, RecallSignal, Session
 from memory.services import dreams, recall, snapshots
 from memory.services.inputs import Caller
 from tests import helpers as h
@@ -30,6 +30,7 @@ from tests.background.dreaming_helpers import (
     workspace_id,
     write_memories,
 )
+from tests.sessions import helpers as ledger
 
 pytestmark = pytest.mark.django_db
 
@@ -95,12 +96,39 @@ def test_the_sessions_gate_counts_sessions_since_the_last_successful_run(ws):
     ready(ws)
     assert trigger(ws)["triggered"] is True
     Consolidation.objects.update(finished_at=utc_now() - timedelta(hours=25))
-    Event.objects.filter(op=EventOp.RECALL_EXECUTED.value).update(ts=utc_now() - timedelta(hours=26))
+    Session.objects.update(stopped_at=utc_now() - timedelta(hours=26))
     blocked = trigger(ws)
     assert blocked["reason"] == "sessions" and blocked["detail"].startswith("0 completed session")
     sessions(ws, 3, prefix="later")
     blocked = trigger(ws)
     assert blocked["reason"] == "signal"  # sessions pass now; the candidates were promoted by the first run
+
+
+def test_the_sessions_gate_counts_stopped_user_and_coordinator_sessions_of_this_workspace_from_the_ledger(
+        ws, tmp_path):
+    from memory.controller.events import event_record
+    from memory.dreaming import gates
+
+    ledger.start(ws, "still-running")
+    wid = workspace_id(ws)
+    ledger.start(ws, "parent-1")
+    ledger.start(ws, "child-1", parent_session_id="parent-1")
+    ledger.stop(ws, "child-1")  # a sub-agent is part of its parent's session
+    for session_id, kind in (("dream-1", "dream"), ("system-1", "system")):  # the machine's own work
+        ledger.start(ws, session_id, session_type=kind)
+        ledger.stop(ws, session_id)
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    ledger.start(other, "elsewhere-1")
+    ledger.stop(other, "elsewhere-1")
+    # A recall that named a session is no longer what counts: the ledger is.
+    event_record(op=EventOp.RECALL_EXECUTED, workspace_id=wid, session_id="recall-only", actor="tool")
+    assert gates.sessions_since(wid, None) == 0
+    ledger.stop(ws, "still-running")
+    ledger.start(ws, "coord-1", session_type="coordinator")
+    ledger.stop(ws, "coord-1")
+    assert gates.sessions_since(wid, None) == 2
+    assert gates.sessions_since(wid, utc_now()) == 0  # stopped before the last successful run
 
 
 # --- score ---------------------------------------------------------------------------------------------------------
@@ -387,9 +415,11 @@ def test_recall_signals_become_candidates_through_real_searches(ws, monkeypatch)
                "edge caches static assets hour", "billing invoices schema migrations",
                "reviewers blocking findings file references", "workers retry failed jobs backoff"]
     for session in ("a", "b", "c"):
+        ledger.start(ws, f"session-{session}")
         caller = Caller(origin=Origin.TOOL, cwd=ws, session_id=f"session-{session}")
         for query in queries:
             recall.memory_search(data=recall.SearchInput(query=query, top_k=1), caller=caller)
+        ledger.stop(ws, f"session-{session}")  # a completed session, as the sessions gate counts them
     assert RecallSignal.objects.filter(recall_count=3).count() == 6
     run = dreams.dream_trigger(data=dreams.DreamTriggerInput(), caller=Caller(origin=Origin.CLI, cwd=ws)).to_json()
     assert run["triggered"] is True, run

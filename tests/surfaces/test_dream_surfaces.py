@@ -44,7 +44,8 @@ async def tool(client: Client, name: str, **arguments: Any) -> tuple[bool, dict[
 
 
 def seed(server: Server) -> list[str]:
-    """Six memories over the API, strong recall signals for each, and two sessions (one short of the gate)."""
+    """Six memories over the API, strong recall signals for each, and two completed sessions in the ledger (one
+    short of the gate)."""
     files = []
     for name, body in SUBJECTS[:6]:
         ok, document = http(server, "POST", "/api/memory", json={"type": "project", "name": name, "description": name,
@@ -58,10 +59,12 @@ def seed(server: Server) -> list[str]:
         db.executemany("INSERT INTO memory_recall_signals (root_key, filename, recall_count, recall_score, "
                        "first_recalled_at, last_recalled_at, promoted_at, promoted_run) VALUES (?, ?, 3, 0.8, ?, ?, "
                        "NULL, '')", [(f"workspace:{workspace_id}", f, now, now) for f in files])
-        db.executemany("INSERT INTO memory_events (op, scope, agent_name, agent_tier, workspace_id, session_id, actor, "
-                       "decision_id, target, metadata, ts) VALUES ('memory.recall.executed', '', '', '', ?, ?, "
-                       "'tool', NULL, '', '{}', ?)", [(workspace_id, f"s{i}", now) for i in range(2)])
     db.close()
+    workspace = str(server.workspace)
+    for index in range(2):  # two completed sessions in the ledger
+        for path, body in (("/api/sessions", {"session_id": f"s{index}"}), (f"/api/sessions/s{index}/stop", {})):
+            ok, document = http(server, "POST", path, json={**body, "workspace": workspace})
+            assert ok, document
     return files
 
 
