@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import tomllib
 from functools import lru_cache
 from pathlib import Path
@@ -336,7 +337,18 @@ def get_config(workspace_root: Path | None = None) -> Config:
     paths = [home / "config.toml"]
     if workspace_root is not None:
         paths.append(workspace_root / ".compozy" / "config.toml")
-    stamp = tuple(p.stat().st_mtime_ns if p.is_file() else 0 for p in paths) + tuple(
-        sorted((k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIX) and "__" in k)
+    # Every search and write asks for the config, so the check is kept cheap: one stat a file, and the values of the
+    # COMPOZY_ variables only (reading every variable's value cost more than the rest of this function).
+    stamp = tuple(_mtime_ns(p) for p in paths) + tuple(
+        sorted((k, os.environ[k]) for k in os.environ if k.startswith(ENV_PREFIX) and "__" in k)
     )
     return _cached(str(home), str(workspace_root) if workspace_root else None, stamp)
+
+
+def _mtime_ns(path: Path) -> int:
+    """The file's mtime, 0 when it is missing or not a regular file."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return 0
+    return found.st_mtime_ns if stat.S_ISREG(found.st_mode) else 0

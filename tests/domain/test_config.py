@@ -73,3 +73,33 @@ def test_invalid_toml_is_reported_with_its_file(tmp_path):
     with pytest.raises(ConfigError) as error:
         load_config(environ={"COMPOZY_HOME": str(tmp_path)})
     assert error.value.details["file"] == str(tmp_path / "config.toml")
+
+
+def test_get_config_is_read_again_only_when_a_config_file_or_a_compozy_variable_changes(tmp_path, monkeypatch):
+    import os
+
+    from compozy.config import get_config
+
+    home, workspace = tmp_path / "home", tmp_path / "ws"
+    (workspace / ".compozy").mkdir(parents=True)
+    home.mkdir()
+    monkeypatch.setenv("COMPOZY_HOME", str(home))
+    monkeypatch.delenv("COMPOZY_MEMORY__RECALL__TOP_K", raising=False)
+    first = get_config(workspace)
+    assert get_config(workspace) is first  # nothing changed: the same validated config, not read again
+    monkeypatch.setenv("UNRELATED_VARIABLE", "1")
+    assert get_config(workspace) is first
+    (home / "config.toml").write_text("[memory.recall]\ntop_k = 7\n", "utf-8")
+    assert get_config(workspace).memory.recall.top_k == 7
+    config = workspace / ".compozy" / "config.toml"
+    config.write_text("[memory.recall]\ntop_k = 8\n", "utf-8")
+    assert get_config(workspace).memory.recall.top_k == 8
+    config.write_text("[memory.recall]\ntop_k = 9\n", "utf-8")
+    os.utime(config, ns=(1, 1))  # a changed mtime, whatever it is, means read again
+    assert get_config(workspace).memory.recall.top_k == 9
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__TOP_K", "3")
+    assert get_config(workspace).memory.recall.top_k == 3
+    monkeypatch.delenv("COMPOZY_MEMORY__RECALL__TOP_K")
+    config.unlink()
+    config.mkdir()  # a directory where the file was is no config file
+    assert get_config(workspace).memory.recall.top_k == 7
