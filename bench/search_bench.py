@@ -21,10 +21,12 @@ Three variants run interleaved query by query, the order rotating each round so 
   no_signals     the same call with `memory.services.recall._update_signals` patched to a no-op (the event is
                  still written): the difference is what the signal update costs
   floor          the FTS5 statements the pipeline issues, run bare on the same database through a plain read-only
-                 sqlite3 connection: one existence probe per 5+ letter term, then the word-index and trigram
-                 candidate queries. Their SQL text and parameters are produced by `memory.catalog.fts` itself
-                 (captured from a recording cursor; Django's %s placeholders turned into ?). Statements are
-                 prepared before the clock starts; the floor times execute + fetch only.
+                 sqlite3 connection: the probes of a question whose terms the pipeline has not counted yet (one
+                 statement of term counts and whole-word probes, one of its unseen terms' 4-gram counts; the
+                 product keeps both per memory generation, so a repeated term costs it nothing), then the
+                 word-index and trigram ranking queries. Their SQL text and parameters are produced by
+                 `memory.catalog.fts` itself (captured from a recording cursor; Django's %s placeholders turned
+                 into ?). Statements are prepared before the clock starts; the floor times execute + fetch only.
 
 After the worker's timed rounds, the coordinator starts a child (`--search-only`) that opens the finished home the
 way a CLI process does and runs only the warm-up and the 200 product searches, and reports its own peak RSS
@@ -189,10 +191,17 @@ class Floor:
         query = parse_query(text)
         if query.trivial:
             return {"probes": [], "lists": [], "unknown": [], "terms": len(query.terms), "trivial": True}
-        from memory.recall.pipeline import classify_terms
+        from memory.catalog.indexer import current_generation
+        from memory.recall.pipeline import classify_terms, common_grams, forget_statistics
 
         probes = _LiveRecorder(self.connection)
-        common, rare, unseen = classify_terms(probes, query)
+        # The probes of a question none of whose terms the pipeline has counted yet (it keeps the counts per memory
+        # generation): the term statistics, then the counts of its unseen terms' 4-grams.
+        forget_statistics()
+        generation = current_generation()
+        common, rare, unseen = classify_terms(probes, query, generation)
+        grams = common_grams(probes, query, unseen, generation)
+        forget_statistics()  # the product starts from what it counts itself, not from the floor's planning
         # The document count is cached by the pipeline per memory generation, not issued per query.
         probes.statements = [(sql, params) for sql, params in probes.statements if "FROM memory_chunks" not in sql]
         unknown = unseen
@@ -200,7 +209,7 @@ class Floor:
         unicode_expression = query.unicode_expression(common) or '""'
         fts.recall_unicode(lists, expression=unicode_expression, root_keys=self.root_keys, include_system=False,
                            limit=self.pool)
-        trigram_expression = query.trigram_expression(rare, unseen)
+        trigram_expression = query.trigram_expression(rare, unseen, grams)
         if trigram_expression:
             fts.recall_trigram(lists, expression=trigram_expression, root_keys=self.root_keys,
                                include_system=False, limit=self.pool)
