@@ -471,18 +471,24 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     now = now or utc_now()
     signals = _signals(list(candidates.values()))
     k = settings.rank_constant
+    # Hoisted out of the loop, which runs for every candidate of all three lists.
+    w_unicode, w_trigram, w_semantic = weights.unicode, weights.trigram, weights.semantic
+    w_recency, w_signal, half_life = weights.recency, weights.signal, settings.recency_half_life_days
+    naive_now = now.replace(tzinfo=None) if now.tzinfo is not None else now
     for candidate in candidates.values():
-        updated = candidate.row["updated_at"]
-        updated = updated if updated.tzinfo else updated.replace(tzinfo=now.tzinfo)
-        age_days = max(0.0, (now - updated).total_seconds() / 86_400)
-        candidate.parts = {
-            "unicode": round(weights.unicode * _rank_score(candidate.unicode_rank, k), 6),
-            "trigram": round(weights.trigram * _rank_score(candidate.trigram_rank, k), 6),
-            "semantic": round(weights.semantic * _rank_score(candidate.semantic_rank, k), 6),
-            "recency": round(weights.recency * 0.5 ** (age_days / settings.recency_half_life_days), 6),
-            "signal": round(weights.signal * signals.get((candidate.root_key, candidate.filename), 0.0), 6),
+        row = candidate.row
+        updated = row["updated_at"]
+        # The same age as (now - updated) with updated given now's zone, without building an aware datetime.
+        age = (naive_now - updated) if updated.tzinfo is None else (now - updated)
+        age_days = max(0.0, age.total_seconds() / 86_400)
+        candidate.parts = parts = {
+            "unicode": round(w_unicode * _rank_score(candidate.unicode_rank, k), 6),
+            "trigram": round(w_trigram * _rank_score(candidate.trigram_rank, k), 6),
+            "semantic": round(w_semantic * _rank_score(candidate.semantic_rank, k), 6),
+            "recency": round(w_recency * 0.5 ** (age_days / half_life), 6),
+            "signal": round(w_signal * signals.get((row["root_key"], row["filename"]), 0.0), 6),
         }
-        candidate.score = round(sum(candidate.parts.values()), 6)
+        candidate.score = round(sum(parts.values()), 6)
 
     ranked = sorted(candidates.values(), key=lambda c: (-c.score, c.row["filename"], c.row["root_key"]))
     # Only the head of the ranking can become results; look its holders up first and the rest only if needed.
