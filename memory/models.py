@@ -81,9 +81,6 @@ class Event(models.Model):
             models.Index(fields=["ts"], name="event_ts"),
             models.Index(fields=["op", "ts"], name="event_op_ts"),
             models.Index(fields=["workspace_id", "ts"], name="event_workspace_ts"),
-            # Dreaming's sessions gate counts one workspace's recall sessions since its last run; with the session
-            # id in the index that count never reads the table, however many writes the workspace has logged.
-            models.Index(fields=["workspace_id", "op", "ts", "session_id"], name="event_workspace_op_ts"),
         ]
         constraints = [
             # Replay may re-run the event step; one decision never gets its event twice.
