@@ -398,14 +398,14 @@ def session_start(*, data: SessionStartInput, caller: Caller) -> SessionStartRes
     return SessionStartResult(session=_view(session), created=existing is None, snapshot=snapshot)
 
 
-def _new_event(event: EventInput, session: Session) -> ledger.NewEvent:
+def _new_event(event: EventInput) -> ledger.NewEvent:
     return ledger.NewEvent(kind=event.kind.value, content=event.content, turn_id=event.turn_id or "",
-                           agent_name=event.agent_name or session.agent_name, data=event.data or {},
+                           agent_name=event.agent_name or "", data=event.data or {},
                            ts=datetime.fromisoformat(event.ts.replace("Z", "+00:00")) if event.ts else None,
                            external_key=event.external_key or "")
 
 
-def _announce_turns(session: Session, appended: ledger.Appended) -> None:
+def _announce_turns(session_id: str, workspace_id: str, appended: ledger.Appended) -> None:
     latest: dict[str, int] = {}
     for turn_id, seq in appended.assistant_turns:
         latest[turn_id] = seq
@@ -413,7 +413,7 @@ def _announce_turns(session: Session, appended: ledger.Appended) -> None:
     def send() -> None:
         for turn_id, seq in latest.items():
             session_signals.assistant_turn_persisted.send(
-                sender=Session, session_id=session.session_id, workspace_id=session.workspace_id, turn_id=turn_id,
+                sender=Session, session_id=session_id, workspace_id=workspace_id, turn_id=turn_id,
                 seq=seq)
 
     if latest:
@@ -422,11 +422,12 @@ def _announce_turns(session: Session, appended: ledger.Appended) -> None:
 
 def session_append(*, data: SessionAppendInput, caller: Caller) -> AppendResult:
     resolved = _resolve(data.workspace, caller)
-    session = _get(data.session_id, resolved)
-    appended = ledger.append(session.session_id, session.workspace_id,
-                             [_new_event(event, session) for event in data.events])
-    _announce_turns(session, appended)
-    return AppendResult(session_id=session.session_id, appended=appended.appended, duplicates=appended.duplicates,
+    # The ledger reads the session's head in the append's own transaction (another workspace's session is not
+    # found there, a stopped one is a conflict, an event without an agent gets the session's): one lookup per
+    # batch, since an import appends many.
+    appended = ledger.append(data.session_id, resolved.workspace_id, [_new_event(event) for event in data.events])
+    _announce_turns(data.session_id, resolved.workspace_id, appended)
+    return AppendResult(session_id=data.session_id, appended=appended.appended, duplicates=appended.duplicates,
                         first_seq=appended.first_seq, last_seq=appended.last_seq)
 
 

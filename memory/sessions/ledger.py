@@ -70,12 +70,20 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
         yield items[start : start + size]
 
 
+def stored_keys_sql(count: int) -> str:
+    """The lookup of `count` external keys already stored for a session. SQLite uses a partial index only when the
+    query repeats the index's condition, so `NOT (external_key = '')` is spelled exactly as the unique index
+    session_event_external_key declares it: without it the lookup walks every row of the session, and each batch
+    of an import costs more the longer the session is."""
+    marks = ", ".join("%s" for _ in range(count))
+    return (f"SELECT external_key FROM memory_session_events WHERE session_id = %s AND NOT (external_key = '') "
+            f"AND external_key IN ({marks})")
+
+
 def _stored_keys(cursor: Any, session_id: str, keys: list[str]) -> set[str]:
     found: set[str] = set()
     for chunk in _chunks(keys, _KEY_CHUNK):
-        marks = ", ".join("%s" for _ in chunk)
-        cursor.execute(f"SELECT external_key FROM memory_session_events WHERE session_id = %s "
-                       f"AND external_key IN ({marks})", [session_id, *chunk])
+        cursor.execute(stored_keys_sql(len(chunk)), [session_id, *chunk])
         found.update(row[0] for row in cursor.fetchall())
     return found
 
@@ -85,8 +93,8 @@ def append(session_id: str, workspace_id: str, events: Iterable[NewEvent]) -> Ap
     adapt = connection.ops.adapt_datetimefield_value
     now = utc_now()
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT status, last_seq FROM memory_sessions WHERE session_id = %s AND workspace_id = %s",
-                       [session_id, workspace_id])
+        cursor.execute("SELECT status, last_seq, agent_name FROM memory_sessions WHERE session_id = %s "
+                       "AND workspace_id = %s", [session_id, workspace_id])
         head = cursor.fetchone()
         if head is None:
             raise NotFound(f"No session {session_id} here.", details={"session_id": session_id})
@@ -110,7 +118,8 @@ def append(session_id: str, workspace_id: str, events: Iterable[NewEvent]) -> Ap
         first = last - len(fresh) + 1
         stamp = adapt(now)
         cursor.executemany(_INSERT, [
-            [session_id, workspace_id, first + index, event.turn_id, event.kind, event.agent_name, event.content,
+            [session_id, workspace_id, first + index, event.turn_id, event.kind, event.agent_name or head[2],
+             event.content,
              json.dumps(event.data, ensure_ascii=False) if event.data else "{}",
              adapt(event.ts) if event.ts else stamp, event.external_key]
             for index, event in enumerate(fresh)

@@ -195,3 +195,14 @@ def test_cli_appenders_in_separate_processes_share_one_gap_free_sequence(cli):
         assert process.returncode == 0, err
     events = cli("session", "events", "procs-1", "-o", "json", "--limit", "1000").json["events"]
     assert [e["seq"] for e in events] == list(range(1, 101))
+
+
+def test_the_external_key_lookup_of_an_append_uses_the_unique_key_index_not_a_walk_of_the_session(home):
+    from django.db import connection
+
+    from memory.sessions import ledger
+
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN QUERY PLAN " + ledger.stored_keys_sql(2).replace("%s", "?"), ["s-1", "a", "b"])
+        plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+    assert "session_event_external_key" in plan, plan
