@@ -44,8 +44,10 @@ class Session:
 
     def __init__(self, session_id: str | None = None, agent: str | None = None,
                  parent_session_id: str | None = None, workspace: str | None = None,
-                 cwd: str | None = None) -> None:
+                 cwd: str | None = None, operator: bool = False) -> None:
         self.session_id = session_id
+        # Served with the admin toolset, the client acts for the operator, who may write global memory.
+        self.operator = operator
         self.agent = agent
         self.parent_session_id = parent_session_id
         self.workspace = workspace
@@ -62,9 +64,9 @@ class Session:
         values = {key: value for key, value in arguments.items() if value is not None}
         accepted = verb.input.model_fields
         name = verb.tool.name if verb.tool else ""
-        # Global memory is the operator's (the spec's "operator-only"): an agent's own write tools may not name it.
-        # An operator who wants an agent to curate global memory grants the admin toolset's verbs instead.
-        if name in AGENT_WRITES and values.get("scope") == Scope.GLOBAL.value:
+        # Global memory is the operator's (the spec's "operator-only"): an agent's own write tools may not name it,
+        # unless the operator served the admin toolset (`compozy mcp --toolsets …,compozy__memory_admin`).
+        if name in AGENT_WRITES and values.get("scope") == Scope.GLOBAL.value and not self.operator:
             raise ScopeInvalid("Global memory is written by operators only: write to this workspace or your agent "
                                "scope (leave scope out for the default).",
                                details={"field": "scope", "reason": "global_operator_only"})

@@ -27,19 +27,20 @@ class Command(ProductCommand):
         parser.add_argument("--toolsets", default=AGENT_TOOLSET,
                             help=f"Comma-separated toolsets to serve: {AGENT_TOOLSET} (the default) and "
                                  f"{ADMIN_TOOLSET} (operators' tools: health, history, reindex, promote, "
-                                 "decisions).")
+                                 "decisions; a client served them acts for the operator and may also write global "
+                                 "memory).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         from memory.bootstrap import bootstrap
 
         bootstrap()
         workspace = options["workspace"]
-        session = Session(session_id=options["session"], agent=options["agent"],
-                          parent_session_id=options["parent_session"], workspace=workspace,
-                          cwd=os.getcwd())
         toolsets = tuple(name.strip() for name in options["toolsets"].split(",") if name.strip())
         unknown = sorted(set(toolsets) - {AGENT_TOOLSET, ADMIN_TOOLSET})
         if unknown or not toolsets:
             raise ValidationError(f"Unknown toolset {unknown[0] if unknown else ''!r}: use {AGENT_TOOLSET} and/or "
                                   f"{ADMIN_TOOLSET}.", details={"field": "toolsets", "reason": "unknown_toolset"})
+        session = Session(session_id=options["session"], agent=options["agent"],
+                          parent_session_id=options["parent_session"], workspace=workspace,
+                          cwd=os.getcwd(), operator=ADMIN_TOOLSET in toolsets)
         build_server(session, toolsets).run("stdio")
