@@ -19,3 +19,7 @@ class MemoryConfig(AppConfig):
         if message:
             logging.getLogger("compozy.home").warning(message)
             tightened.clear()
+
+        from memory.services.extractor import connect_signals
+
+        connect_signals()

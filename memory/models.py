@@ -370,3 +370,29 @@ class DreamLock(models.Model):
 
     class Meta:
         db_table = "memory_dream_locks"
+
+
+class ExtractorSession(models.Model):
+    """memory_extractor_sessions: per session, how far the extractor has read and whether a run is queued or in
+    progress. One run at a time per session: requests that arrive meanwhile only raise `pending`, and the run, when
+    it ends, queues one follow-up that reads everything new."""
+
+    session_id = models.CharField(primary_key=True, max_length=128)
+    workspace_id = models.CharField(max_length=26, blank=True, default="")
+    # Turns up to this seq have been read (extracted, or skipped as ineligible).
+    last_seq = models.IntegerField(default=0)
+    status = models.CharField(max_length=16, default="idle")  # idle, queued, running
+    # The run that owns the session while queued or running; a run past its deadline is taken over.
+    run_id = models.CharField(max_length=26, blank=True, default="")
+    deadline_at = models.DateTimeField(null=True)
+    pending = models.IntegerField(default=0)
+    runs = models.IntegerField(default=0)
+    candidates = models.IntegerField(default=0)
+    last_outcome = models.CharField(max_length=16, blank=True, default="")  # completed, failed, dropped
+    last_error = models.CharField(max_length=500, blank=True, default="")
+    last_run_at = models.DateTimeField(null=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_extractor_sessions"
+        indexes = [models.Index(fields=["status", "updated_at"], name="extractor_status")]

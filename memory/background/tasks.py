@@ -32,6 +32,22 @@ def dream_check() -> dict:
     return dream_scheduled_pass(caller=Caller(origin=Origin.DREAMING)).to_json()
 
 
+def run_extraction(session_id: str, run_id: str) -> dict:
+    """One extractor run for one session (queued by `extractor_request`)."""
+    from memory.services.extractor import extractor_run
+
+    return extractor_run(session_id=session_id, run_id=run_id).to_json()
+
+
+def drain_extractor_inbox() -> dict:
+    """Drain the extractor's inbox through the controller (queued after a run staged a file)."""
+    from memory.domain.enums import Origin
+    from memory.services.extractor import DrainInput, extractor_drain
+    from memory.services.inputs import Caller
+
+    return extractor_drain(data=DrainInput(), caller=Caller(origin=Origin.EXTRACTOR)).to_json()
+
+
 def run_checkpoint(session_id: str) -> None:
     """The workspace checkpoint update after an eligible session stopped."""
     from memory.services.checkpoints import checkpoint_after_stop

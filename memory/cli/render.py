@@ -209,6 +209,10 @@ def human_health(document: dict[str, Any]) -> str:
                 for scope, counts in sorted(document.get("file_counts", {}).items()) if counts]
     if by_scope:
         lines.append(f"files by type:        {'; '.join(by_scope)}")
+    extractor = document.get("extractor") or {}
+    if "inbox_files" in extractor:
+        lines.append(f"extractor:            {extractor['status']} ({extractor['provider']}), "
+                     f"{extractor['inbox_files']} staged, {extractor['failures']} failures")
     for item in document["invalid_files"]:
         lines.append(f"invalid:              {item['root_key']} {item['filename']} ({item['reason']})")
     if document.get("all_workspaces") and document.get("workspaces"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,11 +62,15 @@ class _FileFailed(Exception):
         self.source = source
 
 
-def drain_inbox(config: Config, *, only: str | None = None) -> DrainReport:
-    """Drain every staged file (or only the one at relative path `only`), oldest first."""
+def drain_inbox(config: Config, *, prepare: Callable[[], str | None] | None = None) -> DrainReport:
+    """Drain every staged file, oldest first. With `prepare` (a replay), drain only the file it stages: it runs
+    under the drain lock, so no other drain takes that file first and the replay reports its own decisions."""
     root = global_root()
     report = DrainReport()
     with drain_lock(config.memory.controller.lock_timeout):
+        only = prepare() if prepare is not None else None
+        if prepare is not None and only is None:
+            return report  # nothing was staged: nothing to drain
         inbox.remove_stale_temps(root)
         for _pass in range(MAX_PASSES):
             items = [item for item in inbox.inbox_files(root) if only is None or item.relative == only]

@@ -222,14 +222,15 @@ def policy_violation(content: str) -> str | None:
 # ---------------------------------------------------------------------------------------------------------------
 # The inbox and its dead letters
 
-SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+# The session ledger's id pattern: letters, digits and ._:@- (a session id names a directory under _inbox/).
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 FailureStage = Literal["provider", "validate", "stage", "parse", "resolve", "submit"]
 
 
 def valid_session_id(value: str) -> str:
     # A session id names a directory under _inbox/: nothing that could leave it or hide in it.
     if not SESSION_ID.match(value) or ".." in value:
-        raise ValueError("a session id uses 1 to 128 characters from A-Z, a-z, 0-9, '_', '.' and '-'")
+        raise ValueError("a session id uses 1 to 128 characters: letters, digits and ._:@-")
     return value
 
 

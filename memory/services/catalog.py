@@ -22,6 +22,7 @@ from memory.models import CatalogEntry, Consolidation, Decision, Event, Workspac
 from memory.store import files
 from memory.store import roots as store_roots
 
+from .extractor import extractor_health
 from .inputs import Caller, Selector, all_workspaces_field
 from .resolution import KnownWorkspace, Span, resolve_span
 from .results import Health, ReindexResult, ReindexRoot, WorkspaceHealth, iso
@@ -133,7 +134,7 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         all_workspaces=span.across,
         workspaces=rows,
         dream=_dream_health(span),
-        extractor={"status": "not_configured"},
+        extractor=extractor_health(),
         vectors={"model": model_id(), "chunks": totals.chunks, "missing": totals.missing_vectors,
                  "other_model": totals.other_model},
     )

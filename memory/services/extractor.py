@@ -1,0 +1,587 @@
+"""The extractor noun: memories proposed from session transcripts, staged in the inbox, drained through the
+controller, failures kept for replay.
+
+- `extractor_request` is the hook: a persisted assistant turn of an eligible session queues one run on the task
+  cluster. While a session's run is queued or in progress, further requests only raise its `pending` count (up to
+  `memory.extractor.coalesce_max`; `memory.extractor.coalesced`), and the run queues one follow-up when it ends.
+- `extractor_run` is that run (the task): the new turns since the session's last extracted seq, minus exchanges
+  that already wrote memory explicitly, through `extract_turns`, within `memory.extractor.deadline`.
+- `extractor_drain`, `extractor_status`, `extractor_failure_list`, `extractor_replay` are the operator's verbs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from django.db import transaction
+from pydantic import Field
+from ulid import ULID
+
+from compozy.config import Config, get_config
+from memory.controller import inbox
+from memory.controller.drain import DrainReport, drain_inbox
+from memory.controller.events import event_record
+from memory.domain.enums import EventOp
+from memory.domain.errors import NotFound, ValidationError
+from memory.domain.extraction import FailureRecord, Turn
+from memory.domain.models import utc_now
+from memory.models import Decision, Event, ExtractorSession, Session, SessionEvent
+from memory.sessions import ledger, signals
+from memory.sessions.extraction import USER_ROLE, RunOutcome, SessionSource, extract_turns, projection
+from memory.store.roots import global_root
+
+from .inputs import Caller, Input
+from .results import DecisionSummary, Result, decision_summary, iso
+
+ACTOR = "extractor"
+# The tools through which an agent writes memory explicitly. A turn that called one of them is not read again.
+MEMORY_WRITE_TOOLS = ("compozy__memory_note", "compozy__memory_propose")
+USER_KIND = "user_message"
+ASSISTANT_KIND = "assistant_message"
+TOOL_CALL_KIND = "tool_call"
+SKIPPED_SESSION_TYPES = frozenset({"dream", "system"})
+# Rows read to find the tool calls of one exchange (a user message and what followed it).
+EXCHANGE_LIMIT = 1000
+
+
+# ----- inputs ---------------------------------------------------------------------------------------------------
+
+
+class ExtractorStatusInput(Input):
+    pass
+
+
+class FailureListInput(Input):
+    limit: int = Field(default=50, ge=1, le=500, description="failures to return, newest first")
+
+
+class ReplayInput(Input):
+    failure: str = Field(min_length=1, max_length=255,
+                         description="the failure's id: its file name under _system/extractor/failures/")
+
+
+class DrainInput(Input):
+    pass
+
+
+class ExtractorSessionsInput(Input):
+    limit: int = Field(default=50, ge=1, le=500, description="sessions to return, most recently extracted first")
+
+
+class SessionCandidatesInput(Input):
+    session_id: str = Field(min_length=1, max_length=128, description="the session whose candidates to show")
+
+
+# ----- results --------------------------------------------------------------------------------------------------
+
+
+class DrainedCandidateView(Result):
+    file: str
+    line: int
+    session_id: str
+    decision_id: str
+    op: str
+    applied: bool
+    target_filename: str
+
+
+class DrainResult(Result):
+    files: list[str]
+    candidates: list[DrainedCandidateView]
+    failures: list[str]
+    ops: dict[str, int]
+
+
+class FailureSourceView(Result):
+    session_id: str
+    root_session_id: str
+    from_seq: int
+    until_seq: int
+    workspace_id: str | None
+    agent_name: str | None
+    file: str | None
+
+
+class FailureView(Result):
+    id: str
+    stage: str
+    source: FailureSourceView
+    error: str
+    content: str
+    recorded_at: str
+
+
+class FailureList(Result):
+    failures: list[FailureView]
+    total: int
+
+
+class ReplayResult(Result):
+    failure: str
+    stage: str
+    replayed: bool
+    drain: DrainResult
+
+
+class QueueView(Result):
+    inbox_files: int
+    claimed_files: int
+    sessions_queued: int
+    sessions_running: int
+    pending_requests: int
+
+
+class LastRunView(Result):
+    session_id: str
+    outcome: str
+    at: str | None
+    error: str | None
+
+
+class ExtractorCounts(Result):
+    started: int
+    completed: int
+    failed: int
+    dropped: int
+    coalesced: int
+    candidates: int
+    failures: int
+
+
+class ExtractorStatus(Result):
+    enabled: bool
+    provider: str
+    queue: QueueView
+    last_run: LastRunView | None
+    counts: ExtractorCounts
+
+
+class ExtractorSessionView(Result):
+    session_id: str
+    workspace_id: str | None
+    status: str
+    last_seq: int
+    pending: int
+    runs: int
+    candidates: int
+    last_outcome: str | None
+    last_error: str | None
+    last_run_at: str | None
+
+
+class ExtractorSessionList(Result):
+    sessions: list[ExtractorSessionView]
+    total: int
+
+
+class SessionCandidates(Result):
+    session: ExtractorSessionView | None
+    # Each candidate the drain submitted for the session, with the decision it got (contents redacted).
+    decisions: list[DecisionSummary]
+
+
+class RequestResult(Result):
+    session_id: str
+    outcome: Literal["queued", "coalesced", "dropped", "skipped", "disabled"]
+    reason: str | None = None
+
+
+class RunResult(Result):
+    session_id: str
+    outcome: Literal["completed", "failed", "dropped", "superseded"]
+    from_seq: int | None = None
+    until_seq: int | None = None
+    candidate_count: int = 0
+    staged_file: str | None = None
+    failures: list[str] = Field(default_factory=list)
+    reason: str | None = None
+
+
+# ----- events -----------------------------------------------------------------------------------------------------
+
+
+def _event(op: EventOp, session_id: str, workspace_id: str, **metadata: Any) -> None:
+    event_record(op=op, session_id=session_id, workspace_id=workspace_id, actor=ACTOR, metadata=metadata)
+
+
+# ----- the hook and the run -----------------------------------------------------------------------------------------
+
+
+def _session_row(session_id: str) -> Session | None:
+    return Session.objects.filter(session_id=session_id).first()
+
+
+def skip_reason(session: Any) -> str | None:
+    """Why a session is never extracted: dream and system sessions (the machine's own work) and sub-agents
+    (their parent's transcript carries what matters, and they cannot write memory)."""
+    if session is None:
+        return "unknown_session"
+    if session.type in SKIPPED_SESSION_TYPES:
+        return f"{session.type}_session"
+    if session.parent_session_id:
+        return "subagent"
+    return None
+
+
+def _expired(state: ExtractorSession, now: datetime) -> bool:
+    return state.deadline_at is not None and state.deadline_at < now
+
+
+def _enqueue_run(session_id: str, run_id: str) -> None:
+    from django_q.tasks import async_task
+
+    transaction.on_commit(lambda: async_task("memory.background.tasks.run_extraction", session_id, run_id,
+                                             task_name=f"extract-{session_id}-{run_id}"))
+
+
+def _enqueue_drain() -> None:
+    from django_q.tasks import async_task
+
+    async_task("memory.background.tasks.drain_extractor_inbox", task_name="extractor-drain")
+
+
+def extractor_request(*, session_id: str, turn_id: str = "", seq: int = 0, config: Config | None = None) -> RequestResult:
+    """A persisted assistant turn asks for extraction. Cheap: it runs inside the caller's append request."""
+    config = config or get_config()
+    settings = config.memory.extractor
+    if not settings.enabled:
+        return RequestResult(session_id=session_id, outcome="disabled")
+    session = _session_row(session_id)
+    reason = skip_reason(session)
+    if reason is None and turn_id and wrote_memory(session_id, turn_id=turn_id, seq=seq):
+        reason = "wrote_memory"
+    if reason is not None:
+        return RequestResult(session_id=session_id, outcome="skipped", reason=reason)
+    now = utc_now()
+    with transaction.atomic():
+        state, _created = ExtractorSession.objects.select_for_update().get_or_create(
+            session_id=session_id, defaults={"workspace_id": session.workspace_id, "updated_at": now})
+        if state.status in ("queued", "running") and not _expired(state, now):
+            if state.pending >= settings.coalesce_max:
+                # Nothing is lost: the follow-up run reads every turn after the last extracted seq.
+                _event(EventOp.EXTRACTOR_DROPPED, session_id, state.workspace_id, reason="coalesce_full",
+                       pending=state.pending)
+                return RequestResult(session_id=session_id, outcome="dropped", reason="coalesce_full")
+            state.pending += 1
+            state.updated_at = now
+            state.save(update_fields=["pending", "updated_at"])
+            _event(EventOp.EXTRACTOR_COALESCED, session_id, state.workspace_id, pending=state.pending,
+                   status=state.status)
+            return RequestResult(session_id=session_id, outcome="coalesced")
+        # Idle, or the run that owned it is past its deadline (its worker died): a new run takes over.
+        state.status, state.run_id, state.pending = "queued", str(ULID()), 0
+        state.deadline_at = now + timedelta(milliseconds=settings.deadline)
+        state.updated_at = now
+        state.save()
+        _enqueue_run(session_id, state.run_id)
+    return RequestResult(session_id=session_id, outcome="queued")
+
+
+def wrote_memory(session_id: str, *, turn_id: str = "", seq: int = 0) -> bool:
+    """Whether the exchange holding this turn called a memory-writing tool."""
+    start = _exchange_start(session_id, seq)
+    rows = ledger.page(session_id, after_seq=start - 1, limit=EXCHANGE_LIMIT)
+    exchange = []
+    for row in rows:
+        if row.kind == USER_KIND and exchange and row.seq > seq:
+            break
+        exchange.append(row)
+    return any(_is_memory_write(row) for row in exchange)
+
+
+def _exchange_start(session_id: str, seq: int) -> int:
+    found = (SessionEvent.objects.filter(session_id=session_id, kind=USER_KIND, seq__lte=seq)
+             .order_by("-seq").values_list("seq", flat=True).first())
+    return found or 1
+
+
+def _is_memory_write(row: Any) -> bool:
+    if row.kind != TOOL_CALL_KIND:
+        return False
+    name = str((row.data or {}).get("name") or row.content or "")
+    # MCP clients prefix server names ("mcp__compozy__compozy__memory_note"); the tool's own name ends it.
+    return name.endswith(MEMORY_WRITE_TOOLS)
+
+
+def readable_turns(rows: list[Any]) -> list[Turn]:
+    """The user and assistant messages of the rows, without the exchanges that wrote memory explicitly (a user
+    message and everything until the next one)."""
+    exchanges: list[list[Any]] = []
+    for row in rows:
+        if row.kind == USER_KIND or not exchanges:
+            exchanges.append([])
+        exchanges[-1].append(row)
+    turns: list[Turn] = []
+    for exchange in exchanges:
+        if any(_is_memory_write(row) for row in exchange):
+            continue
+        turns.extend(Turn(row.seq, "user" if row.kind == USER_KIND else "assistant", row.content)
+                     for row in exchange if row.kind in (USER_KIND, ASSISTANT_KIND))
+    return turns
+
+
+def _context(session_id: str, last_seq: int, count: int) -> list[Turn]:
+    if count == 0 or last_seq == 0:
+        return []
+    rows = (SessionEvent.objects.filter(session_id=session_id, seq__lte=last_seq, kind__in=[USER_KIND, ASSISTANT_KIND])
+            .order_by("-seq").values_list("seq", "kind", "content")[:count])
+    return [Turn(seq, "user" if kind == USER_KIND else "assistant", content) for seq, kind, content in reversed(rows)]
+
+
+def extractor_run(*, session_id: str, run_id: str, config: Config | None = None) -> RunResult:
+    """One run for one session (the task). A run whose claim was taken over (its deadline passed) does nothing."""
+    config = config or get_config()
+    settings = config.memory.extractor
+    now = utc_now()
+    with transaction.atomic():
+        state = ExtractorSession.objects.select_for_update().filter(session_id=session_id).first()
+        if state is None or state.run_id != run_id or state.status not in ("queued", "running"):
+            return RunResult(session_id=session_id, outcome="superseded")
+        state.status, state.pending = "running", 0
+        state.deadline_at = now + timedelta(milliseconds=settings.deadline)
+        state.updated_at = now
+        state.save(update_fields=["status", "pending", "deadline_at", "updated_at"])
+        last_seq, workspace_id = state.last_seq, state.workspace_id
+    deadline = time.monotonic() + settings.deadline / 1000
+    session = _session_row(session_id)
+    reason = skip_reason(session)
+    rows = ledger.page(session_id, after_seq=last_seq, limit=settings.max_turns) if reason is None else []
+    until_seq = rows[-1].seq if rows else last_seq
+    backlog = len(rows) == settings.max_turns
+    source = SessionSource(session_id, _root_session(session) or session_id, workspace_id,
+                           session.agent_name if session else "")
+    turns = readable_turns(rows)
+    if any(turn.role == USER_ROLE for turn in projection(turns)):
+        # A run with nothing the user said is only `dropped`: it never starts provider work.
+        _event(EventOp.EXTRACTOR_STARTED, session_id, workspace_id, from_seq=last_seq + 1, until_seq=until_seq,
+               turns=len(turns))
+    try:
+        outcome = extract_turns(source=source, turns=turns, context=_context(session_id, last_seq, settings.context_turns),
+                                config=config, until_seq=until_seq, deadline=deadline)
+    except Exception as exc:
+        _finish_run(session_id, run_id, last_seq, None, f"{type(exc).__name__}", backlog, settings)
+        _event(EventOp.EXTRACTOR_FAILED, session_id, workspace_id, error=type(exc).__name__)
+        raise
+    _finish_run(session_id, run_id, until_seq, outcome, outcome.error, backlog, settings)
+    _record_outcome(session_id, workspace_id, outcome)
+    if outcome.staged_file:
+        _enqueue_drain()
+    return RunResult(session_id=session_id, outcome=outcome.status, from_seq=last_seq + 1, until_seq=until_seq,
+                     candidate_count=outcome.candidate_count, staged_file=outcome.staged_file or None,
+                     failures=outcome.failures, reason=outcome.reason or outcome.error or None)
+
+
+def _root_session(session: Any) -> str:
+    """The top of the session's parent chain (a session a sub-agent was started from)."""
+    if session is None:
+        return ""
+    seen = {session.session_id}
+    while session.parent_session_id and session.parent_session_id not in seen:
+        parent = Session.objects.filter(session_id=session.parent_session_id).first()
+        if parent is None:
+            break
+        seen.add(parent.session_id)
+        session = parent
+    return session.session_id
+
+
+def _record_outcome(session_id: str, workspace_id: str, outcome: RunOutcome) -> None:
+    if outcome.status == "dropped":
+        # Counters only: nothing about what the turns said.
+        _event(EventOp.EXTRACTOR_DROPPED, session_id, workspace_id, reason=outcome.reason, **outcome.counters)
+    elif outcome.status == "failed":
+        _event(EventOp.EXTRACTOR_FAILED, session_id, workspace_id, error=outcome.error, failures=outcome.failures,
+               from_seq=outcome.from_seq, until_seq=outcome.until_seq)
+    else:
+        _event(EventOp.EXTRACTOR_COMPLETED, session_id, workspace_id, candidate_count=outcome.candidate_count,
+               staged_file=outcome.staged_file, failures=outcome.failures, from_seq=outcome.from_seq,
+               until_seq=outcome.until_seq, **{k: v for k, v in outcome.counters.items() if k != "turns"})
+
+
+def _finish_run(session_id: str, run_id: str, until_seq: int, outcome: RunOutcome | None, error: str,
+                backlog: bool, settings: Any) -> None:
+    now = utc_now()
+    with transaction.atomic():
+        state = ExtractorSession.objects.select_for_update().get(session_id=session_id)
+        if state.run_id != run_id:
+            return  # taken over after our deadline; the new run reads from the last seq it saw
+        state.last_seq = max(state.last_seq, until_seq)
+        state.runs += 1
+        state.candidates += outcome.candidate_count if outcome else 0
+        state.last_outcome = outcome.status if outcome else "failed"
+        state.last_error = (error or "")[:500]
+        state.last_run_at = now
+        state.updated_at = now
+        if state.pending > 0 or backlog:
+            # One follow-up for everything that arrived meanwhile (or the rest of a long backlog).
+            state.status, state.run_id, state.pending = "queued", str(ULID()), 0
+            state.deadline_at = now + timedelta(milliseconds=settings.deadline)
+            _enqueue_run(session_id, state.run_id)
+        else:
+            state.status, state.run_id, state.deadline_at = "idle", "", None
+        state.save()
+
+
+# ----- operator verbs -------------------------------------------------------------------------------------------
+
+
+def _drain_result(report: DrainReport) -> DrainResult:
+    return DrainResult(
+        files=report.files,
+        candidates=[DrainedCandidateView(file=c.file, line=c.line, session_id=c.session, decision_id=c.decision_id,
+                                         op=c.op, applied=c.applied, target_filename=c.target_filename)
+                    for c in report.candidates],
+        failures=report.failures,
+        ops=report.ops,
+    )
+
+
+def extractor_drain(*, data: DrainInput, caller: Caller) -> DrainResult:
+    return _drain_result(drain_inbox(get_config()))
+
+
+def _failure_view(name: str, record: FailureRecord) -> FailureView:
+    source = record.source
+    return FailureView(
+        id=name, stage=record.stage, error=record.error, content=record.content, recorded_at=record.recorded_at,
+        source=FailureSourceView(session_id=source.session, root_session_id=source.root_session,
+                                 from_seq=source.from_seq, until_seq=source.until_seq,
+                                 workspace_id=source.workspace_id or None, agent_name=source.agent_name or None,
+                                 file=source.file or None))
+
+
+def extractor_failure_list(*, data: FailureListInput, caller: Caller) -> FailureList:
+    root = global_root()
+    names = inbox.failure_names(root)
+    views = []
+    for name in reversed(names[-data.limit:]):
+        try:
+            views.append(_failure_view(name, inbox.read_failure(root, name)))
+        except ValidationError:
+            continue  # a record that is not ours (hand-made, or from a future version) is not listed
+    return FailureList(failures=views, total=len(names))
+
+
+def extractor_failure_get(*, name: str) -> FailureView:
+    return _failure_view(name, inbox.read_failure(global_root(), name))
+
+
+def extractor_replay(*, data: ReplayInput, caller: Caller) -> ReplayResult:
+    """Replay a dead letter. A staged file's failure is staged again and drained; a run's failure (provider,
+    validate) is extracted again from the same turns. Either way each candidate's earlier decision, if any, is
+    returned rather than a second one (`submit(once=True)`). The record goes once the replay ran."""
+    root = global_root()
+    config = get_config()
+    record = inbox.read_failure(root, data.failure)
+    if record.stage in ("parse", "resolve", "submit", "stage"):
+        lines = [line for line in record.content.splitlines() if line.strip()]
+        if not lines:
+            raise ValidationError("The failure holds no staged candidates to replay.",
+                                  details={"failure": data.failure, "stage": record.stage})
+        prepare = _restage(root, record, lines)
+    else:
+        prepare = _reextract(root, record, config)
+    report = drain_inbox(config, prepare=prepare)
+    inbox.remove_failure(root, data.failure)
+    return ReplayResult(failure=data.failure, stage=record.stage, replayed=True, drain=_drain_result(report))
+
+
+def _restage(root: Any, record: FailureRecord, lines: list[str]) -> Callable[[], str | None]:
+    def prepare() -> str | None:
+        return inbox.stage(root, session=record.source.session, until_seq=record.source.until_seq,
+                           lines=lines).relative
+    return prepare
+
+
+def _reextract(root: Any, record: FailureRecord, config: Config) -> Callable[[], str | None]:
+    source = record.source
+    rows = [row for row in ledger.page(source.session, after_seq=source.from_seq - 1,
+                                       limit=source.until_seq - source.from_seq + 1)
+            if row.seq <= source.until_seq]
+    if not rows:
+        raise NotFound(f"The turns {source.from_seq}-{source.until_seq} of session {source.session} are gone.",
+                       details={"failure": record.source.session, "reason": "turns_gone"})
+
+    def prepare() -> str | None:
+        outcome = extract_turns(
+            source=SessionSource(source.session, source.root_session, source.workspace_id, source.agent_name),
+            turns=readable_turns(rows), context=_context(source.session, source.from_seq - 1,
+                                                         config.memory.extractor.context_turns),
+            config=config, until_seq=source.until_seq)
+        _record_outcome(source.session, source.workspace_id, outcome)
+        return outcome.staged_file or None
+    return prepare
+
+
+def _session_view(state: ExtractorSession) -> ExtractorSessionView:
+    return ExtractorSessionView(session_id=state.session_id, workspace_id=state.workspace_id or None,
+                                status=state.status, last_seq=state.last_seq, pending=state.pending, runs=state.runs,
+                                candidates=state.candidates, last_outcome=state.last_outcome or None,
+                                last_error=state.last_error or None, last_run_at=iso(state.last_run_at))
+
+
+def extractor_sessions(*, data: ExtractorSessionsInput, caller: Caller) -> ExtractorSessionList:
+    states = ExtractorSession.objects.order_by("-last_run_at", "-updated_at", "session_id")
+    return ExtractorSessionList(sessions=[_session_view(state) for state in states[:data.limit]],
+                                total=states.count())
+
+
+def extractor_candidates(*, data: SessionCandidatesInput, caller: Caller) -> SessionCandidates:
+    """The candidates a session produced, as the decisions the controller made for them (origin extractor)."""
+    state = ExtractorSession.objects.filter(session_id=data.session_id).first()
+    decisions = Decision.objects.filter(origin="extractor", session_id=data.session_id).order_by("decided_at", "id")
+    return SessionCandidates(session=_session_view(state) if state else None,
+                             decisions=[DecisionSummary(**decision_summary(d)) for d in decisions])
+
+
+def extractor_health() -> dict[str, Any]:
+    """What `memory health` says of the extractor: cheap counts only (no event scan)."""
+    config = get_config()
+    root = global_root()
+    files = inbox.inbox_files(root)
+    return {"status": "enabled" if config.memory.extractor.enabled else "disabled",
+            "provider": config.memory.provider.kind,
+            "inbox_files": sum(not f.claimed for f in files), "claimed_files": sum(f.claimed for f in files),
+            "sessions_queued": ExtractorSession.objects.filter(status__in=("queued", "running")).count(),
+            "failures": len(inbox.failure_names(root))}
+
+
+def extractor_status(*, data: ExtractorStatusInput, caller: Caller) -> ExtractorStatus:
+    config = get_config()
+    root = global_root()
+    files = inbox.inbox_files(root)
+    states = ExtractorSession.objects
+    last = states.exclude(last_run_at__isnull=True).order_by("-last_run_at").first()
+    counts: dict[str, int] = {}
+    for op, name in ((EventOp.EXTRACTOR_STARTED, "started"), (EventOp.EXTRACTOR_COMPLETED, "completed"),
+                     (EventOp.EXTRACTOR_FAILED, "failed"), (EventOp.EXTRACTOR_DROPPED, "dropped"),
+                     (EventOp.EXTRACTOR_COALESCED, "coalesced")):
+        counts[name] = Event.objects.filter(op=op.value).count()
+    candidates = sum(states.values_list("candidates", flat=True))
+    return ExtractorStatus(
+        enabled=config.memory.extractor.enabled,
+        provider=config.memory.provider.kind,
+        queue=QueueView(inbox_files=sum(not f.claimed for f in files), claimed_files=sum(f.claimed for f in files),
+                        sessions_queued=states.filter(status="queued").count(),
+                        sessions_running=states.filter(status="running").count(),
+                        pending_requests=sum(states.values_list("pending", flat=True))),
+        last_run=LastRunView(session_id=last.session_id, outcome=last.last_outcome, at=iso(last.last_run_at),
+                             error=last.last_error or None) if last else None,
+        counts=ExtractorCounts(**counts, candidates=candidates, failures=len(inbox.failure_names(root))),
+    )
+
+
+# ----- the hook -------------------------------------------------------------------------------------------------
+
+
+def _on_assistant_turn(sender: Any, *, session_id: str, workspace_id: str = "", turn_id: str = "", seq: int = 0,
+                       **_: Any) -> None:
+    # Sent after the ledger's commit, inside the caller's append request: queue, coalesce or skip, never run here.
+    extractor_request(session_id=session_id, turn_id=turn_id, seq=seq)
+
+
+def connect_signals() -> None:
+    signals.assistant_turn_persisted.connect(_on_assistant_turn, dispatch_uid="compozy-extractor-request")
