@@ -23,7 +23,9 @@ ADMIN_TOOLS = {"compozy__memory_health", "compozy__memory_admin_history", "compo
                "compozy__memory_promote", "compozy__memory_decisions_list", "compozy__memory_decisions_show",
                "compozy__memory_decisions_revert", "compozy__memory_decisions_prune",
                "compozy__memory_dream_trigger", "compozy__memory_dream_status", "compozy__memory_dream_list",
-               "compozy__memory_dream_show", "compozy__memory_dream_retry", "compozy__session_show",
+               "compozy__memory_dream_show", "compozy__memory_dream_retry",
+               "compozy__memory_extractor_status", "compozy__memory_extractor_list_failures",
+               "compozy__memory_extractor_replay", "compozy__memory_extractor_drain", "compozy__session_show",
                "compozy__session_events", "compozy__session_list", "compozy__session_resume"}
 
 

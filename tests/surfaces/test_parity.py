@@ -68,6 +68,9 @@ def normalize(value: Any) -> Any:
 COMMANDS = {"write": ("memory", "write"), "list": ("memory", "list"), "show": ("memory", "show"),
             "search": ("memory", "search"), "snapshot": ("memory", "snapshot"),
             "decisions": ("memory", "decisions", "list"), "revert": ("memory", "decisions", "revert"),
+            "extractor status": ("memory", "extractor", "status"),
+            "extractor failures": ("memory", "extractor", "list-failures"),
+            "extractor replay": ("memory", "extractor", "replay"), "extractor drain": ("memory", "extractor", "drain"),
             **{f"session {verb}": ("session", verb)
                for verb in ("start", "append", "usage", "stop", "show", "events", "list", "resume")}}
 DECLARED = {verb.command: verb for verb in all_verbs() if verb.command}
@@ -104,8 +107,11 @@ class HttpSurface:
         self.server, self.name = server, kind
 
     def __call__(self, verb: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
-        route = declared(verb).routes[0]
-        fields = {**args, "workspace": str(self.server.workspace)}
+        spec = declared(verb)
+        route = spec.routes[0]
+        # The workspace a CLI call finds from its directory; verbs with no workspace (the extractor's) take none.
+        here = {"workspace": str(self.server.workspace)} if "workspace" in spec.input.model_fields else {}
+        fields = {**args, **here}
         # Path fields encoded, as a client must send a name with slashes in it; the server decodes it.
         url = route.path.format(**{name: quote(str(fields.pop(name)), safe="") for name in route.path_fields})
         client = self.server.uds() if self.name == "uds" else self.server.tcp()
@@ -218,6 +224,10 @@ SCENARIOS: list[tuple[str, str, Any]] = [
     ("list under the minimum limit", "list", {"limit": 0}),
     ("list with an unknown field", "list", {"colour": "blue"}),
     ("list in detail", "list", {"limit": 1, "sort": "name", "detail": True}),
+    ("extractor status", "extractor status", {}),
+    ("extractor drain of an empty inbox", "extractor drain", {}),
+    ("extractor failures", "extractor failures", {"limit": 5}),
+    ("extractor replay of a missing failure", "extractor replay", {"failure": "20250101T000000000000Z-x.json"}),
 ]
 # Scenarios whose error documents differ by surface in their message, compared by code only.
 CODES_ONLY = {"list with an unknown field"}
