@@ -27,6 +27,14 @@ urlpatterns = [
     path("dreaming/trigger", views.dream_trigger, name="dream_trigger"),
     path("dreaming/<str:run_id>/retry", views.dream_retry, name="dream_retry"),
     path("dreaming/<str:run_id>", views.dream_detail, name="dream"),
+
+
+    path("extractor/", views.extractor_view, name="extractor"),
+    path("extractor/drain", views.extractor_drain, name="extractor_drain"),
+    path("extractor/failures/<str:failure>/replay", views.extractor_replay, name="extractor_replay"),
+    path("extractor/sessions/<str:session_id>", views.extractor_session, name="extractor_session"),
+
+
     path("sessions/", views.session_list, name="sessions"),
     path("sessions/<str:session_id>", views.session_detail, name="session"),
 ]

@@ -29,6 +29,7 @@ from memory.services import (
     dreams,
     escape_control_characters,
     events,
+    extractor,
     jobs,
     memories,
     recall,
@@ -497,6 +498,43 @@ def dream_retry(request: HttpRequest, run_id: str) -> HttpResponse:
         url = reverse("inspector:dream", args=[result["dream"]["id"]])
         return HttpResponseRedirect(f"{url}?{urlencode(chosen)}")
     return _dreaming_page(request, chosen, {"blocked": result}, status=409)
+
+
+# --- the extractor ---------------------------------------------------------------------------------------------
+
+
+@page
+def extractor_view(request: HttpRequest) -> HttpResponse:
+    context = {
+        "status": extractor.extractor_status(data=extractor.ExtractorStatusInput(), caller=CALLER).to_json(),
+        "failures": extractor.extractor_failure_list(data=extractor.FailureListInput(), caller=CALLER).to_json(),
+        "sessions": extractor.extractor_sessions(data=extractor.ExtractorSessionsInput(), caller=CALLER).to_json(),
+    }
+    return render(request, "inspector/extractor.html", context)
+
+
+@page
+@require_POST
+def extractor_drain(request: HttpRequest) -> HttpResponse:
+    drained = extractor.extractor_drain(data=extractor.DrainInput(), caller=CALLER).to_json()
+    return render(request, "inspector/extractor_result.html", {"title": "Inbox drained", "drain": drained})
+
+
+@page
+@require_POST
+def extractor_replay(request: HttpRequest, failure: str) -> HttpResponse:
+    data = extractor.ReplayInput.parse({"failure": failure})
+    replayed = extractor.extractor_replay(data=data, caller=CALLER).to_json()
+    return render(request, "inspector/extractor_result.html",
+                  {"title": f"Replayed {failure}", "replay": replayed, "drain": replayed["drain"]})
+
+
+@page
+def extractor_session(request: HttpRequest, session_id: str) -> HttpResponse:
+    data = extractor.SessionCandidatesInput.parse({"session_id": session_id})
+    context = {"session_id": session_id,
+               "candidates": extractor.extractor_candidates(data=data, caller=CALLER).to_json()}
+    return render(request, "inspector/extractor_session.html", context)
 
 
 # --- sessions --------------------------------------------------------------------------------------------------
