@@ -166,6 +166,12 @@ def workspace_of(env: common.Env) -> str:
 
 
 def speed(env: common.Env, sessions: list[dict], count: int) -> dict:
+    """Each turn as a live session triggers it: one run, then one drain. Interleaved with each turn, the floor does
+    the same durable work bare (an atomic write of the staged file, then one write_bench floor write per candidate:
+    the decision row with synchronous=FULL, the file with its fsyncs, the catalog and FTS rows, the index append, the
+    event), so both see the same disk at the same moment."""
+    import write_bench
+
     from compozy.config import load_config
     from memory.controller.drain import drain_inbox
     from memory.providers import extract_rules
@@ -180,30 +186,45 @@ def speed(env: common.Env, sessions: list[dict], count: int) -> dict:
         if len(picked) >= count:
             break
     picked = picked[:count]
+    floor = write_bench.Floor(env.scratch / "floor", 0, common.Words(7), index_file=False)
+    staged_floor = env.scratch / "staged"
+    staged_floor.mkdir()
     per_turn: list[float] = []
-    floor: list[float] = []
+    floor_turn: list[float] = []
+    rules_only: list[float] = []
     candidates = 0
-    started = time.perf_counter()
-    for sid, turn in picked:
+    for index, (sid, turn) in enumerate(picked):
         began = time.perf_counter()
         outcome = extract_turns(source=SessionSource(sid, sid, workspace_id), turns=[turn], context=[],
                                 config=config)
         drain_inbox(config)
         per_turn.append(time.perf_counter() - began)
         candidates += outcome.candidate_count
-    total = time.perf_counter() - started
-    for _sid, turn in picked:
+        began = time.perf_counter()
+        if outcome.candidate_count:
+            common.floor_atomic_write(staged_floor, f"{index}.jsonl", b"x" * 600 * outcome.candidate_count)
+            for _ in range(outcome.candidate_count):
+                floor.one()
+        floor_turn.append(time.perf_counter() - began)
         began = time.perf_counter()
         extract_rules.extract([turn])
-        floor.append(time.perf_counter() - began)
+        rules_only.append(time.perf_counter() - began)
+    floor.close()
+    total = sum(per_turn)
+
+    def rate(seconds: list[float]) -> float:
+        return round(len(seconds) / sum(seconds), 1) if sum(seconds) else 0.0
+
     return {
         "turns": len(picked),
         "candidates": candidates,
         "seconds": round(total, 3),
-        "turns_per_second": round(len(picked) / total, 1) if total else 0.0,
+        "turns_per_second": rate(per_turn),
         "per_turn_ms": common.latency_summary(per_turn),
-        "floor_rules_only": {"turns_per_second": round(len(floor) / sum(floor), 1) if sum(floor) else 0.0,
-                             "per_turn_ms": common.latency_summary(floor)},
+        "floor_same_durable_work": {"turns_per_second": rate(floor_turn),
+                                    "per_turn_ms": common.latency_summary(floor_turn)},
+        "product_seconds_over_floor_seconds": round(total / sum(floor_turn), 2) if sum(floor_turn) else None,
+        "rules_only": {"turns_per_second": rate(rules_only), "per_turn_ms": common.latency_summary(rules_only)},
     }
 
 

@@ -1,0 +1,75 @@
+"""The inspector's extractor pages: status with its queue and counts, the failures each with a replay button that
+works, a drain button, and the candidates of one session with the decision each got."""
+
+from __future__ import annotations
+
+import pytest
+
+from compozy.config import load_config
+from memory.controller import inbox
+from memory.controller.drain import drain_inbox
+from memory.domain.extraction import ExtractedMemory, RunSource, StagedCandidate
+from memory.models import Decision
+from tests.inspector.test_pages import csrf_token_of, page_text, signed_in_client
+from tests.recall import helpers as r
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def browser(home, workspace_dir):
+    r.ensure_workspace(workspace_dir)
+    return signed_in_client()
+
+
+def line(content: str, attribute: str, session: str = "sess-ui") -> str:
+    memory = ExtractedMemory(type="user", scope="global", agent_tier=None, content=content, evidence=[2],
+                             entity="user", attribute=attribute)
+    return StagedCandidate(source=RunSource(session=session, root_session=session, from_seq=1, until_seq=2),
+                           memory=memory).line()
+
+
+def test_the_extractor_page_shows_the_queue_and_a_drain_button_that_drains(browser, home):
+    inbox.stage(home / "memory", session="sess-ui", until_seq=2, lines=[line("My editor is helix.", "editor")])
+    page = page_text(browser.get("/inspector/extractor/"))
+    assert "1 staged, 0 claimed" in page and "Drain the inbox now" in page
+    drained = browser.post("/inspector/extractor/drain", {"csrfmiddlewaretoken": csrf_token_of(page)})
+    assert drained.status_code == 200
+    result = page_text(drained)
+    assert "1 file drained, 1 candidate" in result and "user_editor.md" in result
+    assert Decision.objects.get().origin == "extractor"
+    assert "0 staged, 0 claimed" in page_text(browser.get("/inspector/extractor/"))
+
+
+def test_each_failure_has_a_replay_button_that_replays_it(browser, home):
+    root = home / "memory"
+    inbox.stage(root, session="sess-ui", until_seq=2, lines=[line("My editor is helix.", "editor"), "{broken"])
+    [name] = drain_inbox(load_config()).failures
+    page = page_text(browser.get("/inspector/extractor/"))
+    assert name in page and "parse" in page and f'action="/inspector/extractor/failures/{name}/replay"' in page
+    replayed = browser.post(f"/inspector/extractor/failures/{name}/replay",
+                            {"csrfmiddlewaretoken": csrf_token_of(page)})
+    assert replayed.status_code == 200
+    text = page_text(replayed)
+    assert f"Replayed {name}" in text and "failed again" in text  # the broken line is still broken
+    assert inbox.failure_names(root) != [name] and len(inbox.failure_names(root)) == 1
+
+
+def test_a_replay_of_an_unknown_failure_is_a_404_page_with_its_code(browser):
+    page = page_text(browser.get("/inspector/extractor/"))
+    response = browser.post("/inspector/extractor/failures/20250101T000000000000Z-x.json/replay",
+                            {"csrfmiddlewaretoken": csrf_token_of(page)})
+    assert response.status_code == 404 and "memory.not_found" in page_text(response)
+
+
+def test_a_sessions_page_lists_its_candidates_with_the_decision_each_got(browser, home):
+    root = home / "memory"
+    inbox.stage(root, session="sess-ui", until_seq=2, lines=[line("My editor is helix.", "editor"),
+                                                               line("My editor is helix.", "editor ide")])
+    inbox.stage(root, session="sess-other", until_seq=2, lines=[line("I prefer tea.", "tea", "sess-other")])
+    page = page_text(browser.get("/inspector/extractor/"))
+    browser.post("/inspector/extractor/drain", {"csrfmiddlewaretoken": csrf_token_of(page)})
+    session = page_text(browser.get("/inspector/extractor/sessions/sess-ui"))
+    assert "2 candidates" in session
+    assert "user_editor.md" in session and "op-add" in session and "op-noop" in session
+    assert "user_tea.md" not in session
