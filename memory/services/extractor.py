@@ -243,7 +243,8 @@ def _enqueue_drain() -> None:
     async_task("memory.background.tasks.drain_extractor_inbox", task_name="extractor-drain")
 
 
-def extractor_request(*, session_id: str, turn_id: str = "", seq: int = 0, config: Config | None = None) -> RequestResult:
+def extractor_request(*, session_id: str, turn_id: str = "", seq: int = 0,
+                      config: Config | None = None) -> RequestResult:
     """A persisted assistant turn asks for extraction. Cheap: it runs inside the caller's append request."""
     config = config or get_config()
     settings = config.memory.extractor
@@ -359,7 +360,8 @@ def extractor_run(*, session_id: str, run_id: str, config: Config | None = None)
         _event(EventOp.EXTRACTOR_STARTED, session_id, workspace_id, from_seq=last_seq + 1, until_seq=until_seq,
                turns=len(turns))
     try:
-        outcome = extract_turns(source=source, turns=turns, context=_context(session_id, last_seq, settings.context_turns),
+        outcome = extract_turns(source=source, turns=turns,
+                                context=_context(session_id, last_seq, settings.context_turns),
                                 config=config, until_seq=until_seq, deadline=deadline)
     except Exception as exc:
         _finish_run(session_id, run_id, last_seq, None, f"{type(exc).__name__}", backlog, settings)

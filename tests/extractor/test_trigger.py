@@ -218,3 +218,41 @@ def test_the_extractor_can_be_turned_off(home, workspace_dir, monkeypatch, djang
     s.start(workspace_dir, "sess-off")
     append_turn(workspace_dir, "sess-off", "t1", "My editor is helix.", "Noted.", django_capture_on_commit_callbacks)
     assert runs_queued() == []
+
+
+def test_a_run_whose_provider_fails_is_a_failed_event_and_a_dead_letter_that_replays_from_the_same_turns(
+        home, workspace_dir, monkeypatch, completions, django_capture_on_commit_callbacks):
+    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__KIND", "openai")
+    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__BASE_URL", completions.url)
+    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__MODEL", "m")
+    completions.status = 500
+    s.start(workspace_dir, "sess-f")
+    append_turn(workspace_dir, "sess-f", "t1", "My editor is helix.", "Noted.", django_capture_on_commit_callbacks)
+    failed = run_queued("sess-f")
+    assert failed.outcome == "failed" and failed.staged_file is None
+    [name] = failed.failures
+    [event] = events("memory.extractor.failed")
+    assert event.metadata["failures"] == [name] and event.session_id == "sess-f"
+    assert events("memory.extractor.completed") == []
+    record = svc.extractor_failure_get(name=name)
+    assert (record.stage, record.source.session_id, record.source.from_seq, record.source.until_seq) == (
+        "provider", "sess-f", 1, 3)
+    # The session moved past those turns: only the replay reads them again.
+    assert ExtractorSession.objects.get(session_id="sess-f").last_seq == 3
+
+    completions.status = 200
+    completions.reply = json.dumps({"type": "user", "scope": "global", "agent_tier": None,
+                                    "content": "My editor is helix.", "evidence": [1], "entity": "user",
+                                    "attribute": "editor"})
+    replayed = svc.extractor_replay(data=svc.ReplayInput(failure=name), caller=None)
+    sent = json.loads(completions.requests[-1]["body"]["messages"][1]["content"])
+    assert [turn["seq"] for turn in sent["turns"]] == [1, 2]
+    [drained] = replayed.drain.candidates
+    assert (replayed.stage, drained.op, drained.applied, drained.target_filename) == (
+        "provider", "add", True, "user_editor.md")
+    decision = Decision.objects.get(id=drained.decision_id)
+    assert (decision.origin, decision.session_id) == ("extractor", "sess-f")
+    assert "source_actor: extractor" in (global_root() / "user_editor.md").read_text()
+    assert svc.extractor_failure_list(data=svc.FailureListInput(), caller=None).total == 0
+    [completed] = events("memory.extractor.completed")
+    assert completed.metadata["candidate_count"] == 1
