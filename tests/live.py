@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,3 +143,29 @@ def stop_serve(server: LiveServe, *, timeout_s: float = 30.0) -> int | None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     return process.returncode
+
+
+@contextlib.contextmanager
+def running_cluster(cwd: Path, env: dict[str, str], log: Path) -> Iterator[Callable[[], None]]:
+    """A django-q2 `qcluster` alone (no serve) in its own process group, so its forked workers are stopped with it,
+    by its id: SIGTERM, then SIGKILL if it has not stopped. Yields a check that fails with its log if it died."""
+    manage = Path(__file__).resolve().parent.parent / "manage.py"
+    with log.open("wb") as out:
+        process = subprocess.Popen([sys.executable, str(manage), "qcluster"], cwd=cwd, env=env, stdout=out,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def alive() -> None:
+        if process.poll() is not None:
+            raise AssertionError(f"qcluster exited with {process.returncode}:\n{log.read_text('utf-8', 'replace')}")
+
+    try:
+        yield alive
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
+from tests.live import running_cluster
+
 from .conftest import Guard, Pages, Server
 
-NAV_LINKS = ["Health", "Memories", "New memory", "Recall", "Decisions", "Events", "Snapshots", "Dreaming",
+NAV_LINKS = ["Health", "Memories", "New memory", "Recall", "Decisions", "Events", "Snapshots", "Dreaming", "Extractor",
              "Sessions"]
 
 
@@ -385,3 +388,36 @@ def test_a_sessions_archived_events_are_greyed_out_and_its_checkpoint_decision_o
     assert float(live.locator("td").first.evaluate("e => getComputedStyle(e).opacity")) == 1
     page.get_by_role("region", name="Checkpoint decisions").get_by_role("link").first.click()
     expect(page.get_by_role("heading", level=1)).to_contain_text("dec_")
+
+
+def test_the_extractor_page_follows_a_session_from_its_turns_to_its_memory(page: Page, server: Server, tmp_path):
+    cli = server.cli
+    assert cli("session", "start", "--session", "browser-x").code == 0
+    rows = [{"kind": "user_message", "content": "My favourite shell is fish.", "turn_id": "t1"},
+            {"kind": "assistant_message", "content": "Noted.", "turn_id": "t1"}]
+    assert cli("session", "append", "browser-x", "--jsonl", "-",
+               input="".join(json.dumps(r) + "\n" for r in rows).encode()).code == 0
+    # The suite's server runs without its cluster: one is started here for the run and the drain it queues.
+    memory = cli.home / "memory" / "user_favorite_shell.md"
+    inbox = cli.home / "memory" / "_inbox"
+
+    def drained() -> bool:
+        # The file is written before the drain lets go of its inbox file: wait for both, or the cluster is stopped
+        # mid-drain and the button below finishes its claimed file.
+        return memory.is_file() and not any(p.name.endswith((".jsonl", ".processing")) for p in inbox.rglob("*"))
+
+    with running_cluster(cli.cwd, cli.env(), tmp_path / "qcluster.log") as alive:
+        deadline = time.monotonic() + 120
+        while not drained() and time.monotonic() < deadline:
+            alive()
+            time.sleep(0.5)
+    assert drained(), (tmp_path / "qcluster.log").read_text()
+    page.goto("/inspector/")
+    page.get_by_role("navigation", name="Inspector").get_by_role("link", name="Extractor").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Extractor")
+    page.get_by_role("region", name="Sessions").get_by_role("link", name="browser-x").click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("browser-x")
+    expect(page.locator("table tbody tr").filter(has_text="user_favorite_shell.md")).to_contain_text("add")
+    page.goto("/inspector/extractor/")
+    page.get_by_role("button", name="Drain the inbox now").click()
+    expect(page.get_by_role("status")).to_contain_text("0 files drained")

@@ -5,25 +5,17 @@ on disk with its decision made by the extractor."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
 
-from tests.conftest import REPO
+from tests.live import running_cluster
 
 DEADLINE_S = 120
 
 
 def test_a_sessions_turns_become_a_memory_through_a_real_cluster(cli, tmp_path):
-    env = cli.env()
-    log = (tmp_path / "qcluster.log").open("wb")
-    # Its own process group: the cluster forks its workers, and they are stopped with it, by its id.
-    cluster = subprocess.Popen([sys.executable, str(REPO / "manage.py"), "qcluster"], cwd=cli.cwd, env=env,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+    log = tmp_path / "qcluster.log"
+    with running_cluster(cli.cwd, cli.env(), log) as alive:
         assert cli("session", "start", "--session", "sess-e2e").code == 0
         rows = [{"kind": "user_message", "content": "My editor is helix. We use pnpm for package management.",
                  "turn_id": "t1"},
@@ -35,17 +27,9 @@ def test_a_sessions_turns_become_a_memory_through_a_real_cluster(cli, tmp_path):
         project = cli.cwd / ".compozy" / "memory" / "project_tool_for_package_management.md"
         deadline = time.monotonic() + DEADLINE_S
         while not (memory.is_file() and project.is_file()) and time.monotonic() < deadline:
-            assert cluster.poll() is None, (tmp_path / "qcluster.log").read_text()
+            alive()
             time.sleep(0.5)
-        assert memory.is_file() and project.is_file(), (tmp_path / "qcluster.log").read_text()
-    finally:
-        os.killpg(cluster.pid, signal.SIGTERM)
-        try:
-            cluster.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(cluster.pid, signal.SIGKILL)
-            cluster.wait(timeout=10)
-        log.close()
+        assert memory.is_file() and project.is_file(), log.read_text()
     text = memory.read_text()
     assert "source_actor: extractor" in text and "- sess-e2e" in text and "My editor is helix." in text
     with sqlite3.connect(cli.home / "compozy.db") as db:
