@@ -33,6 +33,8 @@ def test_the_extractor_page_shows_the_queue_and_a_drain_button_that_drains(brows
     inbox.stage(home / "memory", session="sess-ui", until_seq=2, lines=[line("My editor is helix.", "editor")])
     page = page_text(browser.get("/inspector/extractor/"))
     assert "1 staged, 0 claimed" in page and "Drain the inbox now" in page
+    # Only the button drains: following a link (or a crawler) to the address changes nothing.
+    assert browser.get("/inspector/extractor/drain").status_code == 405 and Decision.objects.count() == 0
     drained = browser.post("/inspector/extractor/drain", {"csrfmiddlewaretoken": csrf_token_of(page)})
     assert drained.status_code == 200
     result = page_text(drained)
