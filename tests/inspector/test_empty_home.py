@@ -19,6 +19,7 @@ NEXT_STEP = {
     "/inspector/events/": "No events yet.",
     "/inspector/snapshots/": "No session has received a snapshot yet. A session gets one when it starts: <code>compozy",
     "/inspector/dreaming/": "No workspace yet: dreaming runs per workspace. To add one, run <code>compozy",
+    "/inspector/extractor/": "No session has been extracted yet. A session is read after each answer its agent",
 }
 
 

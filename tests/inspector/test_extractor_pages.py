@@ -3,15 +3,19 @@ works, a drain button, and the candidates of one session with the decision each 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from compozy.config import load_config
 from memory.controller import inbox
 from memory.controller.drain import drain_inbox
 from memory.domain.extraction import ExtractedMemory, RunSource, StagedCandidate
-from memory.models import Decision
+from memory.models import Decision, ExtractorSession
+from memory.services import extractor as svc
 from tests.inspector.test_pages import csrf_token_of, page_text, signed_in_client
 from tests.recall import helpers as r
+from tests.sessions import helpers as s
 
 pytestmark = pytest.mark.django_db
 
@@ -75,3 +79,28 @@ def test_a_sessions_page_lists_its_candidates_with_the_decision_each_got(browser
     assert "2 candidates" in session
     assert "user_editor.md" in session and "op-add" in session and "op-noop" in session
     assert "user_tea.md" not in session
+
+
+def test_every_time_on_the_extractor_pages_is_a_relative_time_element(browser, home, workspace_dir,
+                                                                      django_capture_on_commit_callbacks):
+    s.start(workspace_dir, "sess-times")
+    with django_capture_on_commit_callbacks(execute=True):
+        s.append(workspace_dir, "sess-times", [
+            {"kind": "user_message", "content": "My editor is helix.", "turn_id": "t1"},
+            {"kind": "assistant_message", "content": "Noted.", "turn_id": "t1"}])
+    run = svc.extractor_run(session_id="sess-times", run_id=ExtractorSession.objects.get().run_id)
+    assert run.outcome == "completed"
+    inbox.stage(home / "memory", session="sess-ui", until_seq=2, lines=["{broken"])
+    assert drain_inbox(load_config()).failures  # a failure, with the time it was recorded
+    for path in ("/inspector/extractor/", "/inspector/extractor/sessions/sess-times"):
+        text = page_text(browser.get(path))
+        assert "<time datetime=" in text, path
+        text = re.sub(r'<time datetime="[^"]+" title="[^"]+">', "<time>", text)
+        assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", text), (path, re.findall(r".{60}\d{4}-\d\d-\d\dT.{20}",
+                                                                                   text)[:3])
+
+
+def test_an_empty_extractor_page_says_what_would_fill_it(browser):
+    page = page_text(browser.get("/inspector/extractor/"))
+    assert "No session has been extracted yet. A session is read after each answer its agent appends" in page
+    assert "No failures. A run whose provider fails" in page and "never" in page
