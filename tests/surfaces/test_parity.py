@@ -145,11 +145,6 @@ class McpSurface:
                 results: list[tuple[bool, dict[str, Any]]] = []
                 for verb, args in steps:
                     arguments = dict(args(results)) if callable(args) else dict(args)
-                    if verb == "write" and arguments.get("scope") == "global":
-                        # Global memory is operator-only: an agent's propose refuses it (tests/surfaces/
-                        # test_mcp_agent.py), so the operator writes it here, through the CLI in the same home.
-                        results.append(CliSurface(self.home, self.workspace)(verb, arguments))
-                        continue
                     if verb == "write":
                         name, arguments = "compozy__memory_propose", {"operation": "add", **arguments}
                     else:
