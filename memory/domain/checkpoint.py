@@ -204,10 +204,22 @@ def _first_sentence(text: str) -> str:
     return parts[0] if parts else ""
 
 
-def _add(bucket: list[str], text: str) -> None:
-    item = clean_item(text)
-    if item is not None:
-        bucket.append(item)
+class _Cleaner:
+    """clean_item for one build: a projection repeats texts (the same path in many tool calls, the same command,
+    an ask quoted again), and the content scanner, the costly part, need see each of them once."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, str | None] = {}
+
+    def __call__(self, text: str) -> str | None:
+        if text not in self._seen:
+            self._seen[text] = clean_item(text)
+        return self._seen[text]
+
+    def add(self, bucket: list[str], text: str) -> None:
+        item = self(text)
+        if item is not None:
+            bucket.append(item)
 
 
 def _paths(text: str) -> Iterable[str]:
@@ -234,41 +246,42 @@ def _command(message: Message) -> str | None:
     return None
 
 
-def extract(messages: Iterable[dict[str, Any]]) -> Sections:
+def extract(messages: Iterable[dict[str, Any]], cleaner: _Cleaner | None = None) -> Sections:
     """Sections for one projection, each item in the order it happened (the merge puts the newest first)."""
     projected = [Message.of(item) for item in messages]
+    add = (cleaner or _Cleaner()).add
     sections = empty_sections()
     last_answer = max((m.seq for m in projected if m.kind == "assistant_message"), default=0)
     for message in projected:
         text = message.content
         if message.kind == "user_message":
             if not sections["goal"]:
-                _add(sections["goal"], _first_sentence(text) or text)
+                add(sections["goal"], _first_sentence(text) or text)
             if message.seq > last_answer:
-                _add(sections["pending"], _first_sentence(text) or text)
+                add(sections["pending"], _first_sentence(text) or text)
         if message.kind in ("user_message", "assistant_message"):
             for sentence in _sentences(text):
                 if sentence.endswith("?"):
                     continue  # a question decides nothing and completes nothing
                 if _DECISION.search(sentence):
-                    _add(sections["decisions"], sentence)
+                    add(sections["decisions"], sentence)
                 elif message.kind == "assistant_message" and _COMPLETED.search(_BULLET_PREFIX.sub("", sentence)):
-                    _add(sections["completed"], sentence)
+                    add(sections["completed"], sentence)
         for path in [*_tool_paths(message), *_paths(text)]:
-            _add(sections["files"], path)
+            add(sections["files"], path)
         if message.kind == "tool_call":
             command = _command(message)
             if command:
-                _add(sections["context"], f"Command: {command}")
+                add(sections["context"], f"Command: {command}")
         is_error = message.kind == "error" or (message.kind == "tool_result" and message.data.get("is_error"))
         if is_error:
-            _add(sections["context"], f"Error: {_first_line(text)}")
+            add(sections["context"], f"Error: {_first_line(text)}")
         elif message.kind in ("tool_result", "assistant_message", "user_message"):
             for sentence in _sentences(text):
                 if message.kind == "tool_result" and _ERROR.search(sentence):
-                    _add(sections["context"], f"Error: {sentence}")
+                    add(sections["context"], f"Error: {sentence}")
                 elif _VERSION.search(sentence) or _IDENTIFIER.search(sentence):
-                    _add(sections["context"], sentence)
+                    add(sections["context"], sentence)
     return {key: _unique(items) for key, items in sections.items()}
 
 
@@ -290,12 +303,13 @@ def _unique(items: list[str]) -> list[str]:
     return kept
 
 
-def answered_asks(messages: Iterable[dict[str, Any]]) -> frozenset[str]:
+def answered_asks(messages: Iterable[dict[str, Any]], cleaner: _Cleaner | None = None) -> frozenset[str]:
     """Item keys of the user asks in a projection that an assistant message came after."""
+    clean = cleaner or clean_item
     projected = [Message.of(item) for item in messages]
     last_answer = max((m.seq for m in projected if m.kind == "assistant_message"), default=0)
     asks = (m for m in projected if m.kind == "user_message" and m.seq < last_answer)
-    return frozenset(item_key(clean_item(_first_sentence(m.content) or m.content) or "") for m in asks) - {""}
+    return frozenset(item_key(clean(_first_sentence(m.content) or m.content) or "") for m in asks) - {""}
 
 
 def newest_first(sections: Sections) -> Sections:
@@ -304,6 +318,7 @@ def newest_first(sections: Sections) -> Sections:
 
 def build(messages: list[dict[str, Any]], previous_body: str, *, max_bytes: int, max_lines: int) -> str:
     """The local rules end to end: extract this projection, merge it over the previous checkpoint, fit, render."""
-    new = newest_first(extract(messages))
-    merged = merge(new, parse(previous_body), answered=answered_asks(messages))
+    cleaner = _Cleaner()
+    new = newest_first(extract(messages, cleaner))
+    merged = merge(new, parse(previous_body), answered=answered_asks(messages, cleaner))
     return render(fit(merged, max_bytes=max_bytes, max_lines=max_lines))

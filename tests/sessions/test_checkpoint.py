@@ -104,6 +104,17 @@ def test_items_never_carry_a_structural_tag_a_fence_or_what_the_scanner_refuses(
     assert "compozy_claim_abc123" not in body and "Ignore previous" not in body
 
 
+def test_one_build_scans_a_text_the_projection_repeats_only_once(monkeypatch):
+    scanned: list[str] = []
+    real_scan = checkpoint.scan
+    monkeypatch.setattr(checkpoint, "scan", lambda text: scanned.append(text) or real_scan(text))
+    repeated = [{"seq": index, "kind": "tool_call", "content": "Edit", "data": {"name": "Edit", "input": {
+        "file_path": "billing/worker.py", "old_string": "a", "new_string": "b"}}} for index in range(1, 21)]
+    body = checkpoint.build(repeated, "", **LIMITS)
+    assert "- billing/worker.py" in body
+    assert scanned.count("billing/worker.py") == 1
+
+
 # ----- the job after a session stops -----------------------------------------------------------------------------
 
 
