@@ -260,12 +260,16 @@ def test_the_http_provider_gets_a_prompt_and_a_valid_answer_becomes_the_checkpoi
     http_provider.reply = valid_answer("Ship the worker from the model.")
     with django_capture_on_commit_callbacks(execute=True):
         run_session(workspace_dir, "http-1", [s.turn("t1", "Ship the worker.", "I shipped it.")])
-    request = http_provider.requests[-1]["body"]
-    assert request["messages"][0]["content"] == checkpoints_prompt()
+    # The extractor (its own prompt) may also ask the provider about the same turns; this is the checkpoint's ask.
+    request = checkpoint_requests(http_provider)[-1]
     payload = json.loads(request["messages"][1]["content"])
     assert [m["content"] for m in payload["messages"]] == ["Ship the worker.", "I shipped it."]
     assert payload["sections"] == [heading for _k, heading, _c in checkpoint.SECTIONS]
     assert "- Ship the worker from the model." in s.checkpoint_path(workspace_dir).read_text()
+
+
+def checkpoint_requests(fake) -> list[dict]:
+    return [r["body"] for r in fake.requests if r["body"]["messages"][0]["content"] == checkpoints_prompt()]
 
 
 def checkpoints_prompt() -> str:
@@ -312,7 +316,7 @@ def test_a_bad_generation_leaves_the_previous_checkpoint_byte_identical_and_reco
 
 
 def provider_payload(fake) -> dict:
-    return json.loads(fake.requests[-1]["body"]["messages"][1]["content"])
+    return json.loads(checkpoint_requests(fake)[-1]["messages"][1]["content"])
 
 
 def test_the_provider_gets_the_newest_256_messages_and_how_many_older_ones_were_cut(
