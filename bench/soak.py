@@ -42,12 +42,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+# COMPOZY comes from tests.live, not tests.conftest: importing conftest points COMPOZY_HOME at a temp dir and
+# starts Django there, so the bench's own calls (the reindex jobs) would go to a database the server never reads.
 import httpx  # noqa: E402
 
-from tests.conftest import COMPOZY  # noqa: E402
 from tests.crash.invariants import violations  # noqa: E402
 from tests.crash.writer import Vocabulary  # noqa: E402
-from tests.live import service_env, start_serve, stop_serve  # noqa: E402
+from tests.live import COMPOZY, service_env, start_serve, stop_serve  # noqa: E402
 
 ALONE_CALLS = 3  # the floor takes at least this many calls of each surface, however slow its start
 
