@@ -15,6 +15,7 @@ from memory.domain.models import ScopeRef, canonical_json, sha256_text, utc_now
 from memory.models import Decision
 
 from . import faults
+from .durable import durable_transaction
 
 
 def decision_identity(candidate_hash: str, op: Op, targets: list[str], target_filename: str, post_hash: str,
@@ -124,18 +125,8 @@ def persist_decision(decision: Decision) -> None:
 
 
 def persist_decisions(decisions: list[Decision]) -> None:
-    durable = not connection.in_atomic_block
-    if durable:
-        connection.ensure_connection()
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA synchronous=FULL")
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.executemany(_INSERT_DECISION, [_decision_values(decision) for decision in decisions])
-    finally:
-        if durable:
-            with connection.cursor() as cursor:
-                cursor.execute("PRAGMA synchronous=NORMAL")
+    with durable_transaction() as cursor:
+        cursor.executemany(_INSERT_DECISION, [_decision_values(decision) for decision in decisions])
     faults.hit("after_decision_commit")
 
 

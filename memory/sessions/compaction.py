@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from django.db import connection, transaction
 
 from memory.controller import faults
+from memory.controller.durable import durable_transaction
 from memory.domain.enums import TURN_END_KINDS
 from memory.domain.models import utc_now
 
@@ -79,30 +80,20 @@ def record(workspace_id: str, session_id: str, from_seq: int, to_seq: int, decis
     """Commit the coverage of [from_seq, to_seq] durably, merged with every range it touches or adjoins."""
     now = utc_now()
     adapt = connection.ops.adapt_datetimefield_value
-    durable = not connection.in_atomic_block
-    if durable:
-        connection.ensure_connection()
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA synchronous=FULL")
-    try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SELECT id, from_seq, to_seq, created_at FROM memory_session_coverage "
-                           "WHERE session_id = %s AND from_seq <= %s AND to_seq >= %s",
-                           [session_id, to_seq + 1, from_seq - 1])
-            touching = cursor.fetchall()
-            low = min([from_seq, *(row[1] for row in touching)])
-            high = max([to_seq, *(row[2] for row in touching)])
-            created = min([now, *(_datetime(row[3]) for row in touching)])
-            if touching:
-                cursor.execute(f"DELETE FROM memory_session_coverage WHERE id IN "
-                               f"({', '.join('%s' for _ in touching)})", [row[0] for row in touching])
-            cursor.execute("INSERT INTO memory_session_coverage (workspace_id, session_id, from_seq, to_seq, "
-                           "decision_id, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                           [workspace_id, session_id, low, high, decision_id, adapt(created), adapt(now)])
-    finally:
-        if durable:
-            with connection.cursor() as cursor:
-                cursor.execute("PRAGMA synchronous=NORMAL")
+    with durable_transaction() as cursor:
+        cursor.execute("SELECT id, from_seq, to_seq, created_at FROM memory_session_coverage "
+                       "WHERE session_id = %s AND from_seq <= %s AND to_seq >= %s",
+                       [session_id, to_seq + 1, from_seq - 1])
+        touching = cursor.fetchall()
+        low = min([from_seq, *(row[1] for row in touching)])
+        high = max([to_seq, *(row[2] for row in touching)])
+        created = min([now, *(_datetime(row[3]) for row in touching)])
+        if touching:
+            cursor.execute(f"DELETE FROM memory_session_coverage WHERE id IN "
+                           f"({', '.join('%s' for _ in touching)})", [row[0] for row in touching])
+        cursor.execute("INSERT INTO memory_session_coverage (workspace_id, session_id, from_seq, to_seq, "
+                       "decision_id, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                       [workspace_id, session_id, low, high, decision_id, adapt(created), adapt(now)])
     faults.hit("after_coverage_commit")
     return Coverage(low, high, decision_id, created, now)
 
