@@ -10,13 +10,14 @@ select for `workspace`) and a short label where the field name reads badly as on
 from __future__ import annotations
 
 import enum
-import types
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any
 
 from annotated_types import Ge, Le, MaxLen
 from pydantic.fields import FieldInfo
+
+from memory.verbs.schema import choices_of, unwrap_optional
 
 # Shorter labels where the humanised field name reads badly; every other label is the field name in words.
 LABELS = {
@@ -71,20 +72,6 @@ class Form:
                 if source.get(name) not in (None, "")}
 
 
-def _unwrap_optional(annotation: Any) -> Any:
-    if get_origin(annotation) in (Union, types.UnionType):
-        members = [arg for arg in get_args(annotation) if arg is not type(None)]
-        if len(members) == 1:
-            return members[0]
-    return annotation
-
-
-def _choices(annotation: Any) -> tuple[str, ...] | None:
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return tuple(str(member.value) for member in annotation)
-    if get_origin(annotation) is Literal:
-        return tuple(str(arg) for arg in get_args(annotation))
-    return None
 
 
 def _bound(info: FieldInfo, kind: type) -> Any:
@@ -96,8 +83,8 @@ def _bound(info: FieldInfo, kind: type) -> Any:
 
 def field_of(name: str, info: FieldInfo) -> FormField | None:
     """The control for one model field, or None for a field no form can carry (a list, an object)."""
-    annotation = _unwrap_optional(info.annotation)
-    choices = _choices(annotation)
+    annotation = unwrap_optional(info.annotation)
+    choices = choices_of(annotation)
     if name in WIDGETS:
         widget = WIDGETS[name]
     elif choices is not None:

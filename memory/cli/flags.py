@@ -6,13 +6,13 @@ switches. Nothing here is declared per verb: a new field in a model is a new fla
 from __future__ import annotations
 
 import argparse
-import enum
 import os
-import types
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any
 
 from pydantic.fields import FieldInfo
+
+from memory.verbs.schema import choices_of, unwrap_optional
 
 from . import render
 
@@ -38,20 +38,12 @@ class Shape:
     choices: tuple[str, ...] = ()
 
 
-def _unwrap_optional(annotation: Any) -> Any:
-    if get_origin(annotation) in (Union, types.UnionType):
-        members = [arg for arg in get_args(annotation) if arg is not type(None)]
-        if len(members) == 1:
-            return members[0]
-    return annotation
-
 
 def shape_of(info: FieldInfo) -> Shape:
-    annotation = _unwrap_optional(info.annotation)
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return Shape("choice", tuple(str(member.value) for member in annotation))
-    if get_origin(annotation) is Literal:
-        return Shape("choice", tuple(str(arg) for arg in get_args(annotation)))
+    annotation = unwrap_optional(info.annotation)
+    choices = choices_of(annotation)
+    if choices is not None:
+        return Shape("choice", choices)
     if annotation is bool:
         return Shape("bool")
     if annotation is int:
