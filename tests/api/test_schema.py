@@ -27,6 +27,18 @@ def validate(schema: dict[str, Any], path: str, method: str, status: int, body: 
     assert not errors, f"{method.upper()} {path} {status}: {errors[0].message} at {list(errors[0].absolute_path)}"
 
 
+def checker(client: Any, schema: dict[str, Any]) -> Any:
+    """check(method, path, route, status=200, **request) -> the body, after asserting its status and its shape."""
+
+    def check(method: str, path: str, route: str, status: int = 200, **kwargs: Any) -> dict[str, Any]:
+        response = client.request(method.upper(), path, **kwargs)
+        assert response.status_code == status, response.text
+        validate(schema, route, method, status, response.json())
+        return response.json()
+
+    return check
+
+
 def test_the_schema_lists_every_api_route_and_method(schema):
     routes = set()
     for pattern in get_resolver().url_patterns:
@@ -102,12 +114,7 @@ def test_http_errors_name_fields_and_never_cli_flags(server):
 def test_every_live_response_matches_the_schema(server, schema):
     workspace = str(server.workspace)
     with server.uds() as client:
-        def check(method: str, path: str, route: str, status: int = 200, **kwargs: Any) -> dict[str, Any]:
-            response = client.request(method.upper(), path, **kwargs)
-            assert response.status_code == status, response.text
-            validate(schema, route, method, status, response.json())
-            return response.json()
-
+        check = checker(client, schema)
         written = check("post", "/api/memory", "/api/memory", json={
             "type": "project", "name": "Schema Check", "description": "Checked against OpenAPI",
             "content": "Every route answers in the documented shape sch3ma.", "workspace": workspace})
@@ -151,12 +158,7 @@ def test_every_live_response_matches_the_schema(server, schema):
 def test_every_session_route_answers_in_its_documented_shape(server, schema):
     workspace = str(server.workspace)
     with server.uds() as client:
-        def check(method: str, path: str, route: str, status: int = 200, **kwargs: Any) -> dict[str, Any]:
-            response = client.request(method.upper(), path, **kwargs)
-            assert response.status_code == status, response.text
-            validate(schema, route, method, status, response.json())
-            return response.json()
-
+        check = checker(client, schema)
         item = "/api/sessions/{session_id}"
         started = check("post", "/api/sessions", "/api/sessions", json={
             "session_id": "schema-1", "workspace": workspace, "agent_name": "coder", "context_window": 100})
