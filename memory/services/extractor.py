@@ -12,11 +12,11 @@ controller, failures kept for replay.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from django.db import transaction
+from django.db import connection, transaction
 from pydantic import Field
 from ulid import ULID
 
@@ -39,6 +39,8 @@ from .results import DecisionSummary, Result, decision_summary, iso
 ACTOR = "extractor"
 # The tools through which an agent writes memory explicitly. A turn that called one of them is not read again.
 MEMORY_WRITE_TOOLS = ("compozy__memory_note", "compozy__memory_propose")
+# What every name of MEMORY_WRITE_TOOLS contains: the trigger reads only the tool calls that contain it.
+MEMORY_WRITE_NEEDLE = "compozy__memory_"
 USER_KIND = "user_message"
 ASSISTANT_KIND = "assistant_message"
 TOOL_CALL_KIND = "tool_call"
@@ -244,16 +246,25 @@ def _enqueue_drain() -> None:
 
 
 def extractor_request(*, session_id: str, turn_id: str = "", seq: int = 0,
-                      config: Config | None = None) -> RequestResult:
-    """A persisted assistant turn asks for extraction. Cheap: it runs inside the caller's append request."""
+                      turns: Sequence[tuple[str, int]] = (), config: Config | None = None) -> RequestResult:
+    """Persisted assistant turns ask for extraction: one request for the turn (`turn_id`, `seq`) or for every turn
+    one append persisted (`turns`), queued unless each of them wrote memory explicitly. Cheap: it runs inside the
+    caller's append request, so the common case (a run already queued or running) is one indexed read and one
+    indexed update."""
     config = config or get_config()
     settings = config.memory.extractor
     if not settings.enabled:
         return RequestResult(session_id=session_id, outcome="disabled")
+    asked = list(turns) or ([(turn_id, seq)] if turn_id else [])
+    if asked and _all_wrote_memory(session_id, [seq for _turn, seq in asked]):
+        # Rare: the session's own skip reason comes first, as when it is checked before the turns.
+        reason = skip_reason(_session_row(session_id)) or "wrote_memory"
+        return RequestResult(session_id=session_id, outcome="skipped", reason=reason)
+    coalesced = _coalesce(session_id, settings)
+    if coalesced is not None:
+        return coalesced
     session = _session_row(session_id)
     reason = skip_reason(session)
-    if reason is None and turn_id and wrote_memory(session_id, turn_id=turn_id, seq=seq):
-        reason = "wrote_memory"
     if reason is not None:
         return RequestResult(session_id=session_id, outcome="skipped", reason=reason)
     now = utc_now()
@@ -261,17 +272,8 @@ def extractor_request(*, session_id: str, turn_id: str = "", seq: int = 0,
         state, _created = ExtractorSession.objects.select_for_update().get_or_create(
             session_id=session_id, defaults={"workspace_id": session.workspace_id, "updated_at": now})
         if state.status in ("queued", "running") and not _expired(state, now):
-            if state.pending >= settings.coalesce_max:
-                # Nothing is lost: the follow-up run reads every turn after the last extracted seq.
-                _event(EventOp.EXTRACTOR_DROPPED, session_id, state.workspace_id, reason="coalesce_full",
-                       pending=state.pending)
-                return RequestResult(session_id=session_id, outcome="dropped", reason="coalesce_full")
-            state.pending += 1
-            state.updated_at = now
-            state.save(update_fields=["pending", "updated_at"])
-            _event(EventOp.EXTRACTOR_COALESCED, session_id, state.workspace_id, pending=state.pending,
-                   status=state.status)
-            return RequestResult(session_id=session_id, outcome="coalesced")
+            # A run became active since `_coalesce` looked: coalesce into it the same way.
+            return _coalesce_into(session_id, state.workspace_id, state.status, state.pending, settings, now)
         # Idle, or the run that owned it is past its deadline (its worker died): a new run takes over.
         state.status, state.run_id, state.pending = "queued", str(ULID()), 0
         state.deadline_at = now + timedelta(milliseconds=settings.deadline)
@@ -281,22 +283,58 @@ def extractor_request(*, session_id: str, turn_id: str = "", seq: int = 0,
     return RequestResult(session_id=session_id, outcome="queued")
 
 
+_ACTIVE_STATE = ("SELECT status, pending, workspace_id FROM memory_extractor_sessions WHERE session_id = %s "
+                 "AND status IN ('queued', 'running') AND (deadline_at IS NULL OR deadline_at >= %s)")
+
+
+def _coalesce(session_id: str, settings: Any) -> RequestResult | None:
+    """Fold the request into the session's queued or running run (not past its deadline), or None when there is
+    none. A row only exists for a session that was eligible when it was created, and a session's type, parent and
+    workspace never change, so the session itself is not read again here."""
+    now = utc_now()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_ACTIVE_STATE, [session_id, connection.ops.adapt_datetimefield_value(now)])
+        found = cursor.fetchone()
+        if found is None:
+            return None
+        status, pending, workspace_id = found
+        return _coalesce_into(session_id, workspace_id, status, pending, settings, now)
+
+
+def _coalesce_into(session_id: str, workspace_id: str, status: str, pending: int, settings: Any,
+                   now: datetime) -> RequestResult:
+    """Inside the caller's transaction, with the session's active state just read (`status`, `pending`)."""
+    if pending >= settings.coalesce_max:
+        # Nothing is lost: the follow-up run reads every turn after the last extracted seq.
+        _event(EventOp.EXTRACTOR_DROPPED, session_id, workspace_id, reason="coalesce_full", pending=pending)
+        return RequestResult(session_id=session_id, outcome="dropped", reason="coalesce_full")
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE memory_extractor_sessions SET pending = pending + 1, updated_at = %s "
+                       "WHERE session_id = %s", [connection.ops.adapt_datetimefield_value(now), session_id])
+    _event(EventOp.EXTRACTOR_COALESCED, session_id, workspace_id, pending=pending + 1, status=status)
+    return RequestResult(session_id=session_id, outcome="coalesced")
+
+
 def wrote_memory(session_id: str, *, turn_id: str = "", seq: int = 0) -> bool:
     """Whether the exchange holding this turn called a memory-writing tool."""
-    start = _exchange_start(session_id, seq)
-    rows = ledger.page(session_id, after_seq=start - 1, limit=EXCHANGE_LIMIT)
-    exchange = []
-    for row in rows:
-        if row.kind == USER_KIND and exchange and row.seq > seq:
-            break
-        exchange.append(row)
-    return any(_is_memory_write(row) for row in exchange)
+    return _all_wrote_memory(session_id, [seq])
 
 
-def _exchange_start(session_id: str, seq: int) -> int:
-    found = (SessionEvent.objects.filter(session_id=session_id, kind=USER_KIND, seq__lte=seq)
-             .order_by("-seq").values_list("seq", flat=True).first())
-    return found or 1
+def _all_wrote_memory(session_id: str, seqs: list[int]) -> bool:
+    """Whether the exchange holding each of these turns (a user message and what follows it until the next one,
+    at most `EXCHANGE_LIMIT` rows) called a memory-writing tool. One read for the lot, of the exchanges' bounds and
+    the tool calls that could be memory writes only."""
+    start = ledger.last_seq_of_kind(session_id, kind=USER_KIND, at_most=min(seqs)) or 1
+    marks = ledger.exchange_marks(session_id, from_seq=start, until_seq=max(seqs) + EXCHANGE_LIMIT,
+                                  opener=USER_KIND, call=TOOL_CALL_KIND, needle=MEMORY_WRITE_NEEDLE)
+    starts = [seq for seq, kind, _name in marks if kind == USER_KIND]
+    writes = [seq for seq, kind, name in marks if kind == TOOL_CALL_KIND and name.endswith(MEMORY_WRITE_TOOLS)]
+    for seq in seqs:
+        first = max((begin for begin in starts if begin <= seq), default=start)
+        after = min((begin for begin in starts if begin > seq), default=None)
+        if not any(first <= at < first + EXCHANGE_LIMIT and (after is None or at < after) for at in writes):
+            return False
+    return True
 
 
 def _is_memory_write(row: Any) -> bool:
@@ -579,11 +617,13 @@ def extractor_status(*, data: ExtractorStatusInput, caller: Caller) -> Extractor
 # ----- the hook -------------------------------------------------------------------------------------------------
 
 
-def _on_assistant_turn(sender: Any, *, session_id: str, workspace_id: str = "", turn_id: str = "", seq: int = 0,
-                       **_: Any) -> None:
-    # Sent after the ledger's commit, inside the caller's append request: queue, coalesce or skip, never run here.
-    extractor_request(session_id=session_id, turn_id=turn_id, seq=seq)
+def _on_assistant_turns(sender: Any, *, session_id: str, workspace_id: str = "",
+                        turns: Sequence[tuple[str, int]] = (), **_: Any) -> None:
+    # Sent after the ledger's commit, inside the caller's append request, once per append (an import of many turns
+    # is one request, not one a turn): queue, coalesce or skip, never run here.
+    if turns:
+        extractor_request(session_id=session_id, turns=turns)
 
 
 def connect_signals() -> None:
-    signals.assistant_turn_persisted.connect(_on_assistant_turn, dispatch_uid="compozy-extractor-request")
+    signals.assistant_turns_persisted.connect(_on_assistant_turns, dispatch_uid="compozy-extractor-request")

@@ -140,19 +140,56 @@ def _row(values: Sequence[Any]) -> EventRow:
 
 
 def page(session_id: str, *, after_seq: int, limit: int, kind: str | None = None,
-         include_archived: bool = True) -> list[EventRow]:
-    """Rows after `after_seq`, in seq order: the read every consumer (surfaces, extractor, dreaming) shares."""
+         include_archived: bool = True, kinds: Sequence[str] = (), until_seq: int | None = None) -> list[EventRow]:
+    """Rows after `after_seq` (and up to `until_seq`), in seq order: the read every consumer (surfaces, extractor,
+    dreaming) shares. `kinds` keeps only rows of those kinds."""
     clauses = ["session_id = %s", "seq > %s"]
     params: list[Any] = [session_id, after_seq]
     if kind is not None:
         clauses.append("kind = %s")
         params.append(kind)
+    if kinds:
+        clauses.append(f"kind IN ({', '.join('%s' for _ in kinds)})")
+        params.extend(kinds)
+    if until_seq is not None:
+        clauses.append("seq <= %s")
+        params.append(until_seq)
     if not include_archived:
         clauses.append("archived = 0")
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {_COLUMNS} FROM memory_session_events WHERE {' AND '.join(clauses)} "
                        f"ORDER BY seq LIMIT %s", [*params, limit])
         return [_row(values) for values in cursor.fetchall()]
+
+
+def last_seq_of_kind(session_id: str, *, kind: str, at_most: int) -> int | None:
+    """The seq of the session's newest `kind` row at or before `at_most` (walks the seq index backwards)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT seq FROM memory_session_events WHERE session_id = %s AND seq <= %s AND kind = %s "
+                       "ORDER BY seq DESC LIMIT 1", [session_id, at_most, kind])
+        found = cursor.fetchone()
+    return found[0] if found else None
+
+
+def exchange_marks(session_id: str, *, from_seq: int, until_seq: int, opener: str, call: str,
+                   needle: str) -> list[tuple[int, str, str]]:
+    """(seq, kind, name) in [from_seq, until_seq] of the `opener` rows (where an exchange starts; name "") and of
+    the `call` rows whose content or data contains `needle` (name: the call's `data.name`, else its content): what
+    tells which exchanges called a given tool, without reading and decoding every row between them."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT seq, kind, content, data FROM memory_session_events WHERE session_id = %s AND seq >= %s "
+            "AND seq <= %s AND (kind = %s OR (kind = %s AND (instr(content, %s) > 0 OR instr(data, %s) > 0))) "
+            "ORDER BY seq", [session_id, from_seq, until_seq, opener, call, needle, needle])
+        rows = cursor.fetchall()
+    marks: list[tuple[int, str, str]] = []
+    for seq, kind, content, data in rows:
+        if kind != call:
+            marks.append((seq, kind, ""))
+            continue
+        values = json.loads(data) if isinstance(data, str) else data
+        marks.append((seq, kind, str((values or {}).get("name") or content or "")))
+    return marks
 
 
 def counts(session_id: str) -> tuple[int, int]:

@@ -256,3 +256,40 @@ def test_a_run_whose_provider_fails_is_a_failed_event_and_a_dead_letter_that_rep
     assert svc.extractor_failure_list(data=svc.FailureListInput(), caller=None).total == 0
     [completed] = events("memory.extractor.completed")
     assert completed.metadata["candidate_count"] == 1
+
+
+def turn_rows(turn: str, ask: str, answer: str, *, tools: list[str] = ()) -> list[dict]:
+    rows = [{"kind": "user_message", "content": ask, "turn_id": turn}]
+    rows += [{"kind": "tool_call", "content": name, "data": {"name": name, "input": {}}, "turn_id": turn}
+             for name in tools]
+    return rows + [{"kind": "assistant_message", "content": answer, "turn_id": turn}]
+
+
+def test_an_append_of_many_turns_is_one_request_and_queues_one_run(home, workspace_dir,
+                                                                  django_capture_on_commit_callbacks):
+    s.start(workspace_dir, "sess-b")
+    rows = [row for n in range(6) for row in turn_rows(f"t{n}", f"My editor number {n} is helix.", "Noted.")]
+    with django_capture_on_commit_callbacks(execute=True):
+        s.append(workspace_dir, "sess-b", rows)
+    assert len(runs_queued()) == 1
+    assert events("memory.extractor.coalesced") == [] and events("memory.extractor.dropped") == []
+    with django_capture_on_commit_callbacks(execute=True):
+        s.append(workspace_dir, "sess-b", turn_rows("t6", "I prefer tabs.", "Noted.") + turn_rows(
+            "t7", "We use pnpm for package management.", "Noted."))
+    assert [e.metadata["pending"] for e in events("memory.extractor.coalesced")] == [1]  # one for the append
+    assert run_queued("sess-b").until_seq == 16
+
+
+def test_an_append_is_queued_when_any_of_its_turns_did_not_write_memory(home, workspace_dir,
+                                                                       django_capture_on_commit_callbacks):
+    s.start(workspace_dir, "sess-m")
+    wrote = turn_rows("t1", "Remember that staging is on port 5433.", "Saved.", tools=["compozy__memory_note"])
+    with django_capture_on_commit_callbacks(execute=True):
+        s.append(workspace_dir, "sess-m", wrote)
+    assert runs_queued() == []
+    with django_capture_on_commit_callbacks(execute=True):
+        s.append(workspace_dir, "sess-m", turn_rows("t2", "Remember the port is 5433.", "Saved.",
+                                                    tools=["compozy__memory_propose"])
+                 + turn_rows("t3", "My editor is helix.", "Noted."))
+    assert len(runs_queued()) == 1
+    assert [line.memory.attribute for line in staged(run_queued("sess-m"))] == ["editor"]
