@@ -17,7 +17,7 @@ from typing import Any
 from annotated_types import Ge, Le, MaxLen
 from pydantic.fields import FieldInfo
 
-from memory.verbs.schema import choices_of, unwrap_optional
+from memory.services.inputs import choices_of, unwrap_optional
 
 # Shorter labels where the humanised field name reads badly; every other label is the field name in words.
 LABELS = {

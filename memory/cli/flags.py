@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
-from memory.verbs.schema import choices_of, unwrap_optional
+from memory.services.inputs import choices_of, unwrap_optional
 
 from . import render
 

@@ -3,9 +3,11 @@ alike), the selector fields most inputs share, and the caller."""
 
 from __future__ import annotations
 
+import enum
+import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -73,3 +75,24 @@ class Caller:
             validate_session_id(self.session_id)
         if self.parent_session_id:
             validate_session_id(self.parent_session_id, field="parent_session_id")
+
+
+# How a surface reads an input model's field: the CLI's flags and the inspector's forms offer the same choices.
+
+
+def unwrap_optional(annotation: Any) -> Any:
+    """`T | None` (an input that may be left out) as T; any other annotation as it is."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        members = [arg for arg in get_args(annotation) if arg is not type(None)]
+        if len(members) == 1:
+            return members[0]
+    return annotation
+
+
+def choices_of(annotation: Any) -> tuple[str, ...] | None:
+    """The allowed values of an enum or Literal field, as the CLI flags and the inspector's selects offer them."""
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return tuple(str(member.value) for member in annotation)
+    if get_origin(annotation) is Literal:
+        return tuple(str(arg) for arg in get_args(annotation))
+    return None

@@ -8,9 +8,7 @@ parameters refused (`additionalProperties: false`). The output schema is the res
 from __future__ import annotations
 
 import copy
-import enum
-import types
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -68,20 +66,3 @@ def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     flat.pop("description", None)
     return flat
 
-
-def unwrap_optional(annotation: Any) -> Any:
-    """`T | None` (an input that may be left out) as T; any other annotation as it is."""
-    if get_origin(annotation) in (Union, types.UnionType):
-        members = [arg for arg in get_args(annotation) if arg is not type(None)]
-        if len(members) == 1:
-            return members[0]
-    return annotation
-
-
-def choices_of(annotation: Any) -> tuple[str, ...] | None:
-    """The allowed values of an enum or Literal field, as the CLI flags and the inspector's selects offer them."""
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return tuple(str(member.value) for member in annotation)
-    if get_origin(annotation) is Literal:
-        return tuple(str(arg) for arg in get_args(annotation))
-    return None
