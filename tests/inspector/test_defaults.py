@@ -219,7 +219,8 @@ def test_no_page_prints_a_raw_timestamp_every_time_is_a_relative_time_element(ho
                          page_text(client.get("/inspector/decisions/"))).group(1)
     for path in ("/inspector/", "/inspector/memories/", first, "/inspector/decisions/", decision, "/inspector/events/",
                  "/inspector/snapshots/", f"/inspector/snapshots/?session_id=sess-times-1&workspace={ws}",
-                 "/inspector/dreaming/", f"/inspector/dreaming/{run['id']}?workspace={ws}"):
+                 "/inspector/dreaming/", f"/inspector/dreaming/{run['id']}?workspace={ws}",
+                 "/inspector/sessions/", f"/inspector/sessions/sess-times-1?workspace={ws}"):
         response = client.get(path)
         assert response.status_code == 200, path
         # Every RFC 3339 instant sits in a <time datetime="…"> attribute, shown as "3 min ago" with the exact

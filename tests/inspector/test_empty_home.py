@@ -19,6 +19,7 @@ NEXT_STEP = {
     "/inspector/events/": "No events yet.",
     "/inspector/snapshots/": "No session has received a snapshot yet. A session gets one when it starts: <code>compozy",
     "/inspector/dreaming/": "No workspace yet: dreaming runs per workspace. To add one, run <code>compozy",
+    "/inspector/sessions/": "No sessions yet. A session starts when an agent's hook runs <code>compozy hook",
     "/inspector/extractor/": "No session has been extracted yet. A session is read after each answer its agent",
 }
 
