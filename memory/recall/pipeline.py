@@ -387,7 +387,10 @@ def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: b
         root = vectors.root_matrix(root_key, generation, model)
         if not len(root.chunk_ids) or root.matrix.shape[1] != query_vector.shape[0]:
             continue
-        similarity = root.matrix @ query_vector
+        # einsum, not `@`: numpy hands `@` to OpenBLAS, whose matrix-vector product goes multi-threaded past a
+        # few thousand rows; on a shared machine those threads wait for a core and then spin after the call,
+        # so the product took 2-10 ms of wall time at 10,000 chunks, against ~0.6 ms on one core here.
+        similarity = np.einsum("ij,j->i", root.matrix, query_vector)
         if lexical:
             wanted = np.fromiter(lexical, dtype=np.int64, count=len(lexical))
             where = np.searchsorted(root.chunk_ids, wanted)
