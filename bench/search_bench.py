@@ -27,6 +27,8 @@ Three variants run interleaved query by query, the order rotating each round so 
                  word-index and trigram ranking queries. Their SQL text and parameters are produced by
                  `memory.catalog.fts` itself (captured from a recording cursor; Django's %s placeholders turned
                  into ?). Statements are prepared before the clock starts; the floor times execute + fetch only.
+Each is timed in wall time (`product`, `floor`) and in the searching thread's CPU time (`product_cpu`,
+`floor_cpu`), which on a shared machine leaves out the waits for a core.
 
 After the worker's timed rounds, the coordinator starts a child (`--search-only`) that opens the finished home the
 way a CLI process does and runs only the warm-up and the 200 product searches, and reports its own peak RSS
@@ -103,7 +105,8 @@ def coordinate(sizes: list[int], args: argparse.Namespace) -> None:
         "summary": {
             str(size): {
                 **common.p50_p95(block, {"product": "product", "product_without_signal_updates": "no_signals",
-                                         "floor": "floor"}),
+                                         "floor": "floor", "product_cpu": "product_cpu",
+                                         "floor_cpu": "floor_cpu"}),
                 "product_p50_over_floor_p50": block["ratios"]["product_p50_over_floor_p50"],
                 "product_p95_over_floor_p95": block["ratios"]["product_p95_over_floor_p95"],
                 "within_3x_of_floor": block["ratios"]["within_3x_of_floor"],
@@ -216,14 +219,15 @@ class Floor:
         return {"probes": probes.statements, "lists": lists.statements, "unknown": sorted(unknown),
                 "terms": len(query.terms), "trivial": False, "unicode_expression": unicode_expression}
 
-    def run(self, plan: dict[str, object]) -> float:
+    def run(self, plan: dict[str, object]) -> tuple[float, float]:
+        """(wall seconds, this thread's CPU seconds)."""
         execute = self.connection.execute
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         for sql, params in plan["probes"]:
             execute(sql, params).fetchone()
         for sql, params in plan["lists"]:
             execute(sql, params).fetchall()
-        return time.perf_counter() - started
+        return time.perf_counter() - started, time.thread_time() - cpu_started
 
     def rows(self, plan: dict[str, object]) -> list[list[tuple]]:
         return [self.connection.execute(sql, params).fetchall() for sql, params in plan["lists"]]
@@ -275,14 +279,14 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
         profiler = cProfile.Profile()
     result_counts: list[int] = []
 
-    def product(text: str, *, signals: bool, profiled: bool = False) -> float:
+    def product(text: str, *, signals: bool, profiled: bool = False) -> tuple[float, float]:
         recall_service._update_signals = real_update if signals else noop
         try:
             if profiled:
                 profiler.enable()
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.thread_time()
             result = memory_search(data=SearchInput.parse({"query": text}), caller=caller)
-            elapsed = time.perf_counter() - started
+            elapsed = time.perf_counter() - started, time.thread_time() - cpu_started
             if profiled:
                 profiler.disable()
         finally:
@@ -300,17 +304,22 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
     events_before = Event.objects.filter(op=EventOp.RECALL_EXECUTED.value).count()
 
     common.log(f"N={size}: {len(timed)} timed rounds (product, no_signals, floor; rotating order)")
-    times: dict[str, list[float]] = {"product": [], "no_signals": [], "floor": []}
     variants = ["product", "no_signals", "floor"]
+    times: dict[str, list[float]] = {variant: [] for variant in variants}
+    # The searching thread's CPU time beside the wall time: on a shared machine wall time also counts the waits
+    # for a core, this does not (it still counts SQLite's work, done in this thread).
+    cpu_times: dict[str, list[float]] = {variant: [] for variant in variants}
     for index, (query, plan) in enumerate(zip(timed, plans, strict=True)):
         shift = index % len(variants)
         for variant in variants[shift:] + variants[:shift]:
             if variant == "product":
-                times[variant].append(product(query.text, signals=True, profiled=profiler is not None))
+                wall, cpu = product(query.text, signals=True, profiled=profiler is not None)
             elif variant == "no_signals":
-                times[variant].append(product(query.text, signals=False))
+                wall, cpu = product(query.text, signals=False)
             else:
-                times[variant].append(floor.run(plan))
+                wall, cpu = floor.run(plan)
+            times[variant].append(wall)
+            cpu_times[variant].append(cpu)
         if (index + 1) % 50 == 0:
             common.log(f"N={size}: round {index + 1}/{len(timed)}")
     floor.close()
@@ -350,6 +359,8 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
         "product": product_sum,
         "product_without_signal_updates": bare_sum,
         "floor": floor_sum,
+        "product_cpu": common.timing_summary(cpu_times["product"]),
+        "floor_cpu": common.timing_summary(cpu_times["floor"]),
         "signal_update_cost": {
             "p50_ms": round(product_sum["p50_ms"] - bare_sum["p50_ms"], 3),
             "p95_ms": round(product_sum["p95_ms"] - bare_sum["p95_ms"], 3),
@@ -389,11 +400,12 @@ def search_only(home: Path, workspace: Path, size: int, seed: int, count: int, w
     timed, warm = queries_for(size, seed, count, warmup)
     for query in warm:
         memory_search(data=SearchInput.parse({"query": query.text}), caller=caller)
-    seconds = []
+    seconds, cpu_seconds = [], []
     for query in timed:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         memory_search(data=SearchInput.parse({"query": query.text}), caller=caller)
         seconds.append(time.perf_counter() - started)
+        cpu_seconds.append(time.thread_time() - cpu_started)
     return {
         "peak_rss_mb": common.peak_rss_mb(),
         "peak_rss_mb_after_startup_before_searching": rss_at_start,
@@ -401,6 +413,7 @@ def search_only(home: Path, workspace: Path, size: int, seed: int, count: int, w
         "rss_mb_at_end": _status_mb("VmRSS"),
         "searches": len(timed) + len(warm),
         "product": common.timing_summary(seconds),
+        "product_cpu": common.timing_summary(cpu_seconds),
     }
 
 
