@@ -32,6 +32,8 @@ CLAIMED_SUFFIX = ".jsonl.processing"
 # A temp file this old belongs to a stager that died between its write and its rename; younger ones may be live.
 # An empty session directory this old belongs to a session that stopped.
 STALE_TEMP_SECONDS = 3600
+SWEEP_INTERVAL_SECONDS = 60
+_last_sweep: float | None = None  # time.monotonic() of this process's last sweep
 
 
 def file_timestamp(moment: datetime) -> str:
@@ -87,20 +89,26 @@ def _stage_step(step: str) -> None:
 
 
 def inbox_files(root: Path) -> list[InboxFile]:
-    """Staged and claimed files, oldest first. Temp files (a stage in progress, or a dead stager's) never are."""
+    """Staged and claimed files, oldest first. Temp files (a stage in progress, or a dead stager's) never are.
+
+    Runs once per drain, over every session directory: `os.scandir` reads each entry's type from the directory
+    itself, where `Path.iterdir` + `is_dir`/`is_file` made a stat call per entry."""
     found: list[InboxFile] = []
-    inbox = root / INBOX_DIR
-    if not inbox.is_dir():
+    try:
+        sessions = os.scandir(root / INBOX_DIR)
+    except (FileNotFoundError, NotADirectoryError):
         return found
-    for session_dir in inbox.iterdir():
-        if not session_dir.is_dir() or session_dir.name.startswith("."):
-            continue
-        for entry in session_dir.iterdir():
-            name = entry.name
-            if name.startswith(".") or not entry.is_file():
+    with sessions:
+        for session_dir in sessions:
+            if session_dir.name.startswith(".") or not session_dir.is_dir(follow_symlinks=False):
                 continue
-            if name.endswith(STAGED_SUFFIX) or name.endswith(CLAIMED_SUFFIX):
-                found.append(InboxFile(session_dir.name, entry))
+            with os.scandir(session_dir.path) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith(".") or not (name.endswith(STAGED_SUFFIX) or name.endswith(CLAIMED_SUFFIX)):
+                        continue
+                    if entry.is_file(follow_symlinks=False):
+                        found.append(InboxFile(session_dir.name, Path(entry.path)))
     return sorted(found, key=InboxFile.sort_key)
 
 
@@ -124,7 +132,17 @@ def finish(item: InboxFile) -> None:
     files.remove_file(item.path, durable=False)
 
 
-def remove_stale_temps(root: Path) -> int:
+def remove_stale_temps(root: Path, *, force: bool = False) -> int:
+    """Remove temp files older than STALE_TEMP_SECONDS and session directories idle that long.
+
+    Every drain calls it, but it walks the whole inbox at most once per SWEEP_INTERVAL_SECONDS in a process
+    (unless `force`): what it removes is an hour old, so sweeping every few seconds only costs a stat per entry on
+    each drain, which a fast session pays once per turn."""
+    global _last_sweep
+    now = time.monotonic()
+    if not force and _last_sweep is not None and now - _last_sweep < SWEEP_INTERVAL_SECONDS:
+        return 0
+    _last_sweep = now
     removed = 0
     inbox = root / INBOX_DIR
     cutoff = time.time() - STALE_TEMP_SECONDS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -36,9 +37,17 @@ def meaningful_words(text: str, *, min_length: int = 2) -> list[str]:
     return list(seen)
 
 
-def overlap_words(text: str) -> set[str]:
-    """The words the lexical-overlap rule compares: 3+ characters, not function words."""
-    return set(meaningful_words(text, min_length=3))
+def overlap_words(text: str) -> frozenset[str]:
+    """The words the lexical-overlap rule compares: 3+ characters, not function words.
+
+    Cached: the rule compares each candidate with a pool of existing memories, and the same memories come back
+    in the pools of one session's candidates, so their words are read once, not once per candidate."""
+    return _overlap_words(text)
+
+
+@functools.lru_cache(maxsize=2048)
+def _overlap_words(text: str) -> frozenset[str]:
+    return frozenset(meaningful_words(text, min_length=3))
 
 
 # ----- text that reaches a prompt or a terminal -----------------------------------------------------------------

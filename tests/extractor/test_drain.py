@@ -4,6 +4,8 @@ dead letters and their replay."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -105,6 +107,35 @@ def test_a_partial_file_is_never_drained(ws, home):
         line("sess-a", "My editor is helix.", "editor") + "\n")
     report = drain_inbox(load_config())
     assert report.files == [] and report.candidates == [] and Decision.objects.count() == 0
+
+
+def test_the_sweep_removes_only_hour_old_temps_and_idle_session_dirs_and_walks_at_most_once_a_minute(ws, home,
+                                                                                                    monkeypatch):
+    inbox_dir = global_root(home) / "_inbox"
+    live, dead, idle = inbox_dir / "sess-live", inbox_dir / "sess-dead", inbox_dir / "sess-idle"
+    for folder in (live, dead, idle):
+        folder.mkdir(parents=True)
+    young = live / ".20250101T000000000000Z-3.jsonl.1.a.compozy-tmp"
+    old = dead / ".20250101T000000000000Z-3.jsonl.2.b.compozy-tmp"
+    young.write_text("x")
+    old.write_text("x")
+    hour_ago = time.time() - inbox.STALE_TEMP_SECONDS - 5
+    os.utime(old, (hour_ago, hour_ago))
+    os.utime(idle, (hour_ago, hour_ago))
+    clock = [1000.0]
+    monkeypatch.setattr(inbox.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(inbox, "_last_sweep", None)
+    drain_inbox(load_config())
+    assert young.exists() and not old.exists() and not idle.exists() and live.is_dir()
+    stale_again = live / ".20250101T000000000000Z-4.jsonl.3.c.compozy-tmp"
+    stale_again.write_text("x")
+    os.utime(stale_again, (hour_ago, hour_ago))
+    clock[0] += inbox.SWEEP_INTERVAL_SECONDS - 1
+    drain_inbox(load_config())
+    assert stale_again.exists()  # swept less than a minute ago: this drain did not walk the inbox
+    clock[0] += 1
+    drain_inbox(load_config())
+    assert not stale_again.exists() and young.exists()
 
 
 def test_a_file_that_fails_moves_whole_to_the_dead_letters_with_its_stage(ws, home):
