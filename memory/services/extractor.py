@@ -305,8 +305,14 @@ def _coalesce_into(session_id: str, workspace_id: str, status: str, pending: int
                    now: datetime) -> RequestResult:
     """Inside the caller's transaction, with the session's active state just read (`status`, `pending`)."""
     if pending >= settings.coalesce_max:
-        # Nothing is lost: the follow-up run reads every turn after the last extracted seq.
-        _event(EventOp.EXTRACTOR_DROPPED, session_id, workspace_id, reason="coalesce_full", pending=pending)
+        # Nothing is lost: the follow-up run reads every turn after the last extracted seq. The drop is recorded
+        # once per run: `pending` goes one past the limit to say so, and later requests write nothing, or a fast
+        # agent whose run waits would write one identical event per turn.
+        if pending == settings.coalesce_max:
+            with connection.cursor() as cursor:
+                cursor.execute("UPDATE memory_extractor_sessions SET pending = pending + 1 WHERE session_id = %s",
+                               [session_id])
+            _event(EventOp.EXTRACTOR_DROPPED, session_id, workspace_id, reason="coalesce_full", pending=pending)
         return RequestResult(session_id=session_id, outcome="dropped", reason="coalesce_full")
     with connection.cursor() as cursor:
         cursor.execute("UPDATE memory_extractor_sessions SET pending = pending + 1, updated_at = %s "
@@ -558,7 +564,8 @@ def _reextract(root: Any, record: FailureRecord, config: Config) -> Callable[[],
 
 def _session_view(state: ExtractorSession) -> ExtractorSessionView:
     return ExtractorSessionView(session_id=state.session_id, workspace_id=state.workspace_id or None,
-                                status=state.status, last_seq=state.last_seq, pending=state.pending, runs=state.runs,
+                                status=state.status, last_seq=state.last_seq,
+                                pending=min(state.pending, get_config().memory.extractor.coalesce_max), runs=state.runs,
                                 candidates=state.candidates, last_outcome=state.last_outcome or None,
                                 last_error=state.last_error or None, last_run_at=iso(state.last_run_at))
 
@@ -607,7 +614,8 @@ def extractor_status(*, data: ExtractorStatusInput, caller: Caller) -> Extractor
         queue=QueueView(inbox_files=sum(not f.claimed for f in files), claimed_files=sum(f.claimed for f in files),
                         sessions_queued=states.filter(status="queued").count(),
                         sessions_running=states.filter(status="running").count(),
-                        pending_requests=sum(states.values_list("pending", flat=True))),
+                        pending_requests=sum(min(pending, config.memory.extractor.coalesce_max)  # one past: a drop
+                                                     for pending in states.values_list("pending", flat=True))),
         last_run=LastRunView(session_id=last.session_id, outcome=last.last_outcome, at=iso(last.last_run_at),
                              error=last.last_error or None) if last else None,
         counts=ExtractorCounts(**counts, candidates=candidates, failures=len(inbox.failure_names(root))),

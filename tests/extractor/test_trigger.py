@@ -12,10 +12,12 @@ import pytest
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
+from memory.domain.enums import Origin
 from memory.domain.extraction import StagedCandidate
 from memory.domain.models import utc_now
 from memory.models import Decision, Event, ExtractorSession
 from memory.services import extractor as svc
+from memory.services.inputs import Caller
 from memory.store.roots import global_root
 from tests.sessions import helpers as s
 
@@ -109,13 +111,15 @@ def test_requests_while_a_run_is_queued_are_coalesced_into_it_up_to_the_limit(ho
     monkeypatch.setenv("COMPOZY_MEMORY__EXTRACTOR__COALESCE_MAX", "3")
     s.start(workspace_dir, "sess-c")
     texts = ["My editor is helix.", "I prefer tabs.", "Our CI runs nightly.", "I live in Lisbon.",
-             "We use pnpm for package management."]
+             "We use pnpm for package management.", "My shell is fish.", "I prefer dark themes."]
     for index, text in enumerate(texts):
         append_turn(workspace_dir, "sess-c", f"t{index}", text, "Noted.", django_capture_on_commit_callbacks)
     assert len(runs_queued()) == 1
     assert [e.metadata["pending"] for e in events("memory.extractor.coalesced")] == [1, 2, 3]
-    [dropped] = events("memory.extractor.dropped")
+    [dropped] = events("memory.extractor.dropped")  # three requests dropped, one event for the run
     assert dropped.metadata == {"reason": "coalesce_full", "pending": 3}
+    status = svc.extractor_status(data=svc.ExtractorStatusInput(), caller=Caller(origin=Origin.CLI))
+    assert status.queue.pending_requests == 3  # the limit, not the marker one past it
     result = run_queued("sess-c")
     assert result.candidate_count == len(texts)  # the one run read every turn that arrived while it waited
     assert runs_queued() == [] and ExtractorSession.objects.get(session_id="sess-c").status == "idle"
