@@ -411,10 +411,6 @@ def _announce_turns(session_id: str, workspace_id: str, appended: ledger.Appende
         latest[turn_id] = seq
 
     def send() -> None:
-        for turn_id, seq in latest.items():
-            session_signals.assistant_turn_persisted.send(
-                sender=Session, session_id=session_id, workspace_id=workspace_id, turn_id=turn_id,
-                seq=seq)
         turns = tuple(sorted(latest.items(), key=lambda item: item[1]))
         session_signals.assistant_turns_persisted.send(
             sender=Session, session_id=session_id, workspace_id=workspace_id, turns=turns)

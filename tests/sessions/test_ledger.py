@@ -123,25 +123,26 @@ def test_events_after_a_seq_page_through_the_session_for_readers_such_as_the_ext
 def test_hook_points_fire_after_the_rows_are_committed(home, workspace_dir):
     seen: list[tuple[str, dict]] = []
 
-    def on_turn(sender, **kwargs):
+    def on_turns(sender, **kwargs):
         count = SessionEvent.objects.filter(session_id=kwargs["session_id"]).count()
-        seen.append(("turn", {"turn_id": kwargs["turn_id"], "seq": kwargs["seq"], "committed_rows": count}))
+        seen.append(("turns", {"turns": kwargs["turns"], "committed_rows": count}))
 
     def on_stop(sender, **kwargs):
         seen.append(("stop", {"type": kwargs["session_type"], "parent": kwargs["parent_session_id"]}))
 
-    signals.assistant_turn_persisted.connect(on_turn)
+    signals.assistant_turns_persisted.connect(on_turns)
     signals.session_stopped.connect(on_stop)
     try:
         s.start(workspace_dir, "hooks-1", session_type="system")
         with transaction.atomic():
-            s.append(workspace_dir, "hooks-1", s.turn("t1", "Ask.", "Answer."))
+            s.append(workspace_dir, "hooks-1", s.turn("t1", "Ask.", "Answer.") + s.turn("t2", "Next?", "Done."))
             assert seen == []  # nothing is announced before the commit
         s.stop(workspace_dir, "hooks-1")
     finally:
-        signals.assistant_turn_persisted.disconnect(on_turn)
+        signals.assistant_turns_persisted.disconnect(on_turns)
         signals.session_stopped.disconnect(on_stop)
-    assert seen == [("turn", {"turn_id": "t1", "seq": 2, "committed_rows": 3}),
+    # One announcement for the append, naming each turn by its last assistant row.
+    assert seen == [("turns", {"turns": (("t1", 2), ("t2", 5)), "committed_rows": 6}),
                     ("stop", {"type": "system", "parent": None})]
 
 
