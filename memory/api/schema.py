@@ -76,13 +76,16 @@ def documented(verb: Verb, route: Route):  # noqa: ANN201
     for status, codes in sorted(_statuses(verb, route).items()):
         responses[status] = OpenApiResponse(response=error_schema(codes),
                                             description="{code, message, details}: " + ", ".join(sorted(set(codes))))
+    # Operation ids and component names are unique in a document: a verb's other routes are named by what their
+    # path takes (`memory_extractor_replay_by_session_id`, whose body is `ReplayInputBodyBySessionId`).
+    other = () if route == verb.routes[0] else ("by", *(route.path_fields or (route.method.lower(),)))
     request = None
     if route.has_body:
-        body = model_schema(verb.input, f"{verb.input.__name__}Body", drop=route.path_fields)
-        request = {"application/json": body}
+        name = f"{verb.input.__name__}Body" + "".join(part.title().replace("_", "") for part in other)
+        request = {"application/json": model_schema(verb.input, name, drop=route.path_fields)}
     words = verb.command[1:] if verb.command else (verb.tool.name.removeprefix("compozy__memory_"),)
     return extend_schema(request=request, responses=responses, parameters=_parameters(verb, route),
-                         summary=verb.summary, operation_id="memory_" + "_".join(words))
+                         summary=verb.summary, operation_id="_".join(("memory", *words, *other)))
 
 
 class BearerOrSocketScheme(OpenApiAuthenticationExtension):

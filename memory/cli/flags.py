@@ -77,6 +77,10 @@ def add_verb_arguments(parser: argparse.ArgumentParser, verb: Any) -> dict[str, 
             # Text that is not a number is still a usage error; the model judges the number (its bounds).
             kwargs["type"] = int if shape.kind == "int" else float
         if name in verb.positionals:
+            if not info.is_required():
+                # A positional the model lets out (`replay <failure>` or `replay --session <id>`): the model
+                # judges which combination is valid, with the same error as on every other surface.
+                kwargs["nargs"] = "?"
             action = parser.add_argument(name, metavar=name, **kwargs)
             flags[name] = name
         else:

@@ -1,5 +1,6 @@
-"""The extractor's verbs: `compozy memory extractor status|list-failures|replay <failure>|drain`, REST under
-`/api/memory/extractor`, and the admin tools `compozy__memory_extractor_*`."""
+"""The extractor's verbs: `compozy memory extractor status|list-failures|replay <failure>|drain`, and
+`replay --session <id>` (every dead letter of a session), REST under `/api/memory/extractor`, and the admin tools
+`compozy__memory_extractor_*`."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ def human_failures(document: dict[str, Any]) -> str:
              f["error"], f["recorded_at"]) for f in document["failures"]]
     if not rows:
         return "No extractor failures."
-    return table(rows, ["id", "stage", "session", "seqs", "error", "recorded"]) + \
-        f"\n{len(rows)} of {document['total']} shown; replay one with: compozy memory extractor replay <id>"
+    return (table(rows, ["id", "stage", "session", "seqs", "error", "recorded"])
+            + f"\n{len(rows)} of {document['total']} shown; replay one with: compozy memory extractor replay <id>, "
+            "or each of a session with: compozy memory extractor replay --session <session>")
 
 
 def human_drain(document: dict[str, Any]) -> str:
@@ -49,7 +51,19 @@ def human_drain(document: dict[str, Any]) -> str:
 
 
 def human_replay(document: dict[str, Any]) -> str:
-    return f"replayed {document['failure']} (stage {document['stage']})\n" + human_drain(document["drain"])
+    if document["session_id"] is None:
+        return f"replayed {document['failure']} (stage {document['stage']})\n" + human_drain(document["drain"])
+    blocks = []
+    for replay in document["replays"]:
+        if replay["replayed"]:
+            blocks.append(f"replayed {replay['failure']} (stage {replay['stage']})\n" + human_drain(replay["drain"]))
+        else:
+            error = replay["error"]
+            blocks.append(f"not replayed {replay['failure']} (stage {replay['stage'] or '?'}): {error['message']} "
+                          f"[{error['code']}]")
+    done = sum(replay["replayed"] for replay in document["replays"])
+    blocks.append(f"session {document['session_id']}: {done} of {len(document['replays'])} failures replayed")
+    return "\n".join(blocks)
 
 
 GROUPS = {("memory", "extractor"): "The extractor: status, list-failures, replay, drain."}
@@ -78,11 +92,15 @@ VERBS = [
     Verb(
         command=("memory", "extractor", "replay"), input=extractor.ReplayInput, service=extractor.extractor_replay,
         positionals=("failure",), human=human_replay, errors=(NotFound, ControllerTimeout),
-        summary="Replay a dead letter: stage it again (or extract its turns again) and drain it.",
-        routes=(Route("POST", "/api/memory/extractor/failures/{failure}/replay"),),
+        summary=("Replay a dead letter (or, with a session, every dead letter of it, oldest first): stage it again "
+                 "(or extract its turns again) and drain it."),
+        routes=(Route("POST", "/api/memory/extractor/failures/{failure}/replay"),
+                Route("POST", "/api/memory/extractor/sessions/{session_id}/replay")),
         tool=Tool("compozy__memory_extractor_replay", ADMIN_TOOLSET, idempotent=True, description=(
-            "Replay one extractor dead letter by its id: a staged file's candidates are staged and drained again, a "
-            "failed run's turns are extracted again. Candidates decided before keep their earlier decisions.")),
+            "Replay extractor dead letters: one by its id (failure), or every one of a session (session_id), oldest "
+            "first. A staged file's candidates are staged and drained again, a failed run's turns are extracted "
+            "again. Candidates decided before keep their earlier decisions. A session replay reports each dead "
+            "letter in replays, with the error of one that could not be replayed.")),
     ),
     Verb(
         command=("memory", "extractor", "drain"), input=extractor.DrainInput, service=extractor.extractor_drain,

@@ -180,3 +180,34 @@ def test_every_session_route_answers_in_its_documented_shape(server, schema):
             "workspace": workspace, "events": [{"kind": "thought"}]})
     assert started["created"] is True
     assert used["compaction"]["reason"] == "compacted"
+
+
+def test_every_extractor_route_answers_in_its_documented_shape(server, schema):
+    from tests.surfaces.test_parity import seed_dead_letters
+
+    replayable, _gone = seed_dead_letters(server.home)
+    with server.uds() as client:
+        check = checker(client, schema)
+        check("get", "/api/memory/extractor", "/api/memory/extractor")
+        check("get", "/api/memory/extractor/failures", "/api/memory/extractor/failures")
+        check("post", "/api/memory/extractor/drain", "/api/memory/extractor/drain", json={})
+        by_id = check("post", f"/api/memory/extractor/failures/{replayable}/replay",
+                      "/api/memory/extractor/failures/{failure}/replay", json={})
+        by_session = check("post", "/api/memory/extractor/sessions/par-x/replay",
+                           "/api/memory/extractor/sessions/{session_id}/replay", json={})
+        check("post", "/api/memory/extractor/sessions/none-such/replay",
+              "/api/memory/extractor/sessions/{session_id}/replay", status=404, json={})
+        both = check("post", f"/api/memory/extractor/failures/{replayable}/replay",
+                     "/api/memory/extractor/failures/{failure}/replay", status=400, json={"session_id": "par-x"})
+    assert by_id["failure"] == replayable and by_id["drain"]["ops"] == {"add": 1}
+    assert [(r["replayed"], r["error"]["code"]) for r in by_session["replays"]] == [(False, "memory.not_found")]
+    assert both["details"]["reason"] == "exactly_one"
+    # Both routes of the one verb are documented, each under its own operation and body.
+    replay = schema["paths"]["/api/memory/extractor/failures/{failure}/replay"]["post"]
+    by_path = schema["paths"]["/api/memory/extractor/sessions/{session_id}/replay"]["post"]
+    assert (replay["operationId"], by_path["operationId"]) == (
+        "memory_extractor_replay", "memory_extractor_replay_by_session_id")
+    bodies = [operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+              for operation in (replay, by_path)]
+    assert [set(schema["components"]["schemas"][name]["properties"]) for name in bodies] == [
+        {"session_id"}, {"failure"}]

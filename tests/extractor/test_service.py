@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from memory.controller import inbox
 from memory.domain.enums import Origin
-from memory.domain.errors import NotFound
-from memory.domain.extraction import ExtractedMemory, RunSource, StagedCandidate
+from memory.domain.errors import CompozyError, NotFound, ValidationError
+from memory.domain.extraction import ExtractedMemory, FailureSource, RunSource, StagedCandidate
 from memory.models import Decision
 from memory.services import extractor as svc
 from memory.services.inputs import Caller
@@ -96,3 +98,123 @@ def test_a_replay_that_fails_again_leaves_a_new_dead_letter(ws, home):
     replayed = svc.extractor_replay(data=svc.ReplayInput(failure=name), caller=CALLER)
     [again] = replayed.drain.failures
     assert again != name and svc.extractor_failure_get(name=again).content == "{not json\n"
+
+
+# ----- replay of every dead letter of a session ----------------------------------------------------------------
+
+
+def dead_letter(root, session: str, minute: int, *, stage: str = "submit", content: str | None = None,
+                attribute: str = "editor", text: str = "My editor is helix.") -> str:
+    """A dead letter of `session` recorded at 12:<minute>, whose content is one staged candidate line (or
+    `content`): what the drain leaves when a file's submit failed (a busy database, say)."""
+    line = StagedCandidate(source=RunSource(session=session, root_session=session, from_seq=1, until_seq=3),
+                           memory=ExtractedMemory(type="user", scope="global", agent_tier=None, content=text,
+                                                  evidence=[3], entity="user", attribute=attribute)).line()
+    return inbox.record_failure(root, stage=stage, error="boom", content=line + "\n" if content is None else content,
+                                source=FailureSource(session=session, root_session=session, from_seq=1, until_seq=3),
+                                name_hint=f"{session}-{minute}.jsonl",
+                                now=datetime(2026, 1, 2, 12, minute, tzinfo=UTC))
+
+
+def replay_session(session: str) -> svc.ReplayResult:
+    return svc.extractor_replay(data=svc.ReplayInput.parse({"session_id": session}), caller=CALLER)
+
+
+def test_a_session_replay_replays_each_of_its_dead_letters_oldest_first_and_leaves_another_sessions_alone(ws, home):
+    root = home / "memory"
+    later = dead_letter(root, "sess-a", 30, attribute="shell", text="My shell is fish.")
+    other = dead_letter(root, "sess-b", 20, attribute="tea", text="I prefer tea.")
+    first = dead_letter(root, "sess-a", 10)
+    result = replay_session("sess-a")
+    assert (result.session_id, result.replayed, result.failure, result.stage, result.drain) == (
+        "sess-a", True, None, None, None)
+    assert [(r.failure, r.stage, r.replayed, r.error) for r in result.replays] == [
+        (first, "submit", True, None), (later, "submit", True, None)]
+    assert [[(c.op, c.applied, c.target_filename) for c in r.drain.candidates] for r in result.replays] == [
+        [("add", True, "user_editor.md")], [("add", True, "user_shell.md")]]
+    assert (root / "user_editor.md").is_file() and (root / "user_shell.md").is_file()
+    # The other session's dead letter is neither replayed nor removed.
+    assert inbox.failure_names(root) == [other] and not (root / "user_tea.md").exists()
+    assert {d.session_id for d in Decision.objects.all()} == {"sess-a"}
+
+
+def test_a_session_replay_returns_the_earlier_decision_of_a_candidate_decided_before(ws, home, tmp_path):
+    root = home / "memory"
+    elsewhere = tmp_path / "other"
+    (elsewhere / ".git").mkdir(parents=True)
+    other = create_identity(elsewhere)  # a workspace this machine has not opened: its candidate cannot resolve
+    inbox.stage(root, session="sess-s", until_seq=3, lines=[
+        staged_line("My editor is helix.", "editor"),
+        staged_line("Our CI runs nightly.", "ci", ws_id=other.id, scope="workspace", kind="project")])
+    drained = svc.extractor_drain(data=svc.DrainInput(), caller=CALLER)
+    [name] = drained.failures
+    [earlier] = [c.decision_id for c in drained.candidates]
+
+    resolve_workspace(None, Caller(origin=Origin.CLI, cwd=elsewhere), create=True)
+    result = replay_session("sess-s")
+    [replay] = result.replays
+    assert (replay.failure, replay.stage, replay.replayed) == (name, "resolve", True)
+    assert [(c.op, c.applied) for c in replay.drain.candidates] == [("add", False), ("add", True)]
+    assert replay.drain.candidates[0].decision_id == earlier
+    assert Decision.objects.count() == 2
+    # Nothing is left to replay: a second session replay is the not-found error, and decides nothing.
+    with pytest.raises(NotFound) as caught:
+        replay_session("sess-s")
+    assert caught.value.details == {"session_id": "sess-s", "reason": "no_failures"}
+    assert Decision.objects.count() == 2
+
+
+def test_a_dead_letter_that_cannot_be_replayed_is_reported_and_the_rest_still_run(ws, home):
+    root = home / "memory"
+    gone = dead_letter(root, "sess-a", 10, stage="provider")  # a run's failure whose turns are not in the ledger
+    empty = dead_letter(root, "sess-a", 20, stage="parse", content="\n")  # holds no candidate at all
+    good = dead_letter(root, "sess-a", 30)
+    result = replay_session("sess-a")
+    assert result.replayed is False
+    assert [(r.failure, r.stage, r.replayed) for r in result.replays] == [
+        (gone, "provider", False), (empty, "parse", False), (good, "submit", True)]
+    assert (result.replays[0].error.code, result.replays[0].error.details["reason"]) == (
+        "memory.not_found", "turns_gone")
+    assert result.replays[1].error.code == "memory.validation" and result.replays[1].drain is None
+    # Each error is the one a replay by id returns, and the records that did not replay are kept for later.
+    for name, error in ((gone, result.replays[0].error), (empty, result.replays[1].error)):
+        with pytest.raises(CompozyError) as by_id:
+            svc.extractor_replay(data=svc.ReplayInput(failure=name), caller=CALLER)
+        assert by_id.value.to_dict() == error.model_dump()
+    assert inbox.failure_names(root) == [gone, empty]
+    assert (root / "user_editor.md").is_file()
+
+
+def test_a_dead_letter_that_fails_again_is_replayed_once_by_a_session_replay(ws, home):
+    root = home / "memory"
+    name = dead_letter(root, "sess-a", 10, stage="parse", content="{not json\n")
+    result = replay_session("sess-a")
+    [replay] = result.replays
+    [again] = replay.drain.failures
+    assert replay.replayed is True and again != name
+    # The new record is the same session's, yet the call took its list before replaying: it stays for next time.
+    assert inbox.failure_names(root) == [again] and svc.extractor_failure_get(name=again).source.session_id == "sess-a"
+
+
+@pytest.mark.parametrize("fields", [{}, {"failure": "20260102T120000000000Z-x.json", "session_id": "sess-a"}])
+def test_a_replay_names_exactly_one_of_a_failure_and_a_session(fields):
+    with pytest.raises(ValidationError) as caught:
+        svc.ReplayInput.parse(fields)
+    assert caught.value.code == "memory.validation"
+    assert caught.value.details == {"fields": ["failure", "session_id"], "reason": "exactly_one"}
+
+
+def test_a_session_without_dead_letters_is_not_found_even_when_another_session_has_some(ws, home):
+    dead_letter(home / "memory", "sess-b", 10)
+    with pytest.raises(NotFound) as caught:
+        replay_session("sess-a")
+    assert caught.value.code == "memory.not_found" and caught.value.details["reason"] == "no_failures"
+    assert len(inbox.failure_names(home / "memory")) == 1
+
+
+def test_a_replay_by_id_keeps_its_fields_and_lists_itself_as_its_one_replay(ws, home):
+    name = dead_letter(home / "memory", "sess-a", 10)
+    result = svc.extractor_replay(data=svc.ReplayInput(failure=name), caller=CALLER)
+    assert (result.failure, result.stage, result.replayed, result.session_id) == (name, "submit", True, None)
+    assert [(c.op, c.applied) for c in result.drain.candidates] == [("add", True)]
+    assert [(r.failure, r.drain) for r in result.replays] == [(name, result.drain)]

@@ -16,6 +16,7 @@ errors the same code, once the fields that are per-call by nature are set aside:
   workspace ULIDs inside texts (a snapshot entry's root key) like `workspace_id`
 - `sha256`: a snapshot's digest covers its text, which names the surface's workspace
 - `started_at`, `stopped_at`, `ts`: wall-clock times of session rows and events
+- the UTC timestamp in an inbox file's name (a replay stages its dead letter again, now)
 
 The session verbs run in a second table on the same surfaces, in each surface's home. Agents do not write a
 ledger through MCP, so in the MCP home the writing verbs (start, append, usage, stop) run through the CLI and only
@@ -51,6 +52,7 @@ PER_CALL = {"id", "reverts", "decided_at", "applied_at", "created_at", "updated_
             "recency", "score", "elapsed_ms", "size", "sha256", "started_at", "stopped_at", "ts"}
 DECISION_ID = re.compile(r"dec_[0-9a-f]{24}")
 WORKSPACE_ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
+INBOX_TIME = re.compile(r"\b\d{8}T\d{12}Z")
 
 
 def normalize(value: Any) -> Any:
@@ -59,7 +61,7 @@ def normalize(value: Any) -> Any:
     if isinstance(value, list):
         return [normalize(item) for item in value]
     if isinstance(value, str):
-        return WORKSPACE_ULID.sub("<workspace>", DECISION_ID.sub("<decision-id>", value))
+        return INBOX_TIME.sub("<time>", WORKSPACE_ULID.sub("<workspace>", DECISION_ID.sub("<decision-id>", value)))
     return value
 
 
@@ -108,10 +110,11 @@ class HttpSurface:
 
     def __call__(self, verb: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
         spec = declared(verb)
-        route = spec.routes[0]
         # The workspace a CLI call finds from its directory; verbs with no workspace (the extractor's) take none.
         here = {"workspace": str(self.server.workspace)} if "workspace" in spec.input.model_fields else {}
         fields = {**args, **here}
+        # The first route whose path the arguments fill (`replay` by failure, or by session_id).
+        route = next(route for route in spec.routes if set(route.path_fields) <= set(fields))
         # Path fields encoded, as a client must send a name with slashes in it; the server decodes it.
         url = route.path.format(**{name: quote(str(fields.pop(name)), safe="") for name in route.path_fields})
         client = self.server.uds() if self.name == "uds" else self.server.tcp()
@@ -223,6 +226,12 @@ SCENARIOS: list[tuple[str, str, Any]] = [
     ("extractor drain of an empty inbox", "extractor drain", {}),
     ("extractor failures", "extractor failures", {"limit": 5}),
     ("extractor replay of a missing failure", "extractor replay", {"failure": "20250101T000000000000Z-x.json"}),
+    # Each home holds the two dead letters of session par-x (`seed_dead_letters`): one replays, one cannot.
+    ("extractor replay of a session", "extractor replay", {"session_id": "par-x"}),
+    ("extractor replay of the same session again", "extractor replay", {"session_id": "par-x"}),
+    ("extractor replay of a session with no failures", "extractor replay", {"session_id": "par-none"}),
+    ("extractor replay of a failure and a session at once", "extractor replay",
+     {"failure": "20250101T000000000000Z-x.json", "session_id": "par-x"}),
 ]
 # Scenarios whose error documents differ by surface in their message, compared by code only.
 CODES_ONLY = {"list with an unknown field"}
@@ -267,10 +276,29 @@ def run_table(call: Callable[[str, dict[str, Any]], tuple[bool, dict[str, Any]]]
     return results
 
 
+def seed_dead_letters(home: Path) -> list[str]:
+    """Two dead letters of session par-x, the same in every home: a submit that failed (its candidate replays)
+    and a provider failure whose turns are not in the ledger (it cannot be replayed)."""
+    from datetime import UTC, datetime
+
+    from memory.controller import inbox
+    from memory.domain.extraction import ExtractedMemory, FailureSource, RunSource, StagedCandidate
+
+    source = {"session": "par-x", "root_session": "par-x", "from_seq": 1, "until_seq": 3}
+    line = StagedCandidate(source=RunSource(**source), memory=ExtractedMemory(
+        type="user", scope="global", agent_tier=None, content="My pager is pagerduty.", evidence=[3],
+        entity="user", attribute="pager")).line()
+    return [inbox.record_failure(home / "memory", stage=stage, source=FailureSource(**source), error="seeded",
+                                 content=content, name_hint=f"par-x-{minute}.jsonl",
+                                 now=datetime(2026, 1, 2, 12, minute, tzinfo=UTC))
+            for stage, content, minute in (("submit", line + "\n", 1), ("provider", "", 2))]
+
+
 def fresh(base: Path, name: str) -> tuple[Path, Path]:
     home, workspace = base / name / "home", base / name / "project"
     home.mkdir(parents=True)
     (workspace / ".git").mkdir(parents=True)
+    seed_dead_letters(home)
     return home, workspace
 
 
@@ -337,6 +365,19 @@ def test_the_scenarios_exercise_what_they_claim(outcomes):
     assert results[19][1]["code"] == "memory.validation"
     assert "content_hash" in results[20][1]["memories"][0]
     assert "content_hash" not in results[5][1]["memories"][0]
+    assert [f["source"]["session_id"] for f in results[23][1]["failures"]] == ["par-x", "par-x"]
+    assert results[24][1]["code"] == "memory.not_found"
+    session = results[25][1]
+    assert (session["session_id"], session["replayed"], session["failure"]) == ("par-x", False, None)
+    replayed, refused = session["replays"]
+    assert replayed["replayed"] is True and replayed["stage"] == "submit"
+    assert [(c["op"], c["applied"], c["target_filename"]) for c in replayed["drain"]["candidates"]] == [
+        ("add", True, "user_pager.md")]
+    assert (refused["replayed"], refused["error"]["details"]["reason"]) == (False, "turns_gone")
+    # Only the refused one is left to replay again; a session with none is not found; naming both is refused.
+    assert [(r["failure"], r["replayed"]) for r in results[26][1]["replays"]] == [(refused["failure"], False)]
+    assert results[27][1]["code"] == "memory.not_found" and results[27][1]["details"]["reason"] == "no_failures"
+    assert results[28][1]["code"] == "memory.validation" and results[28][1]["details"]["reason"] == "exactly_one"
 
 
 def test_each_surface_records_its_own_origin(outcomes):
