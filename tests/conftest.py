@@ -42,6 +42,8 @@ def _no_derived_state_across_tests():
         sys.modules["memory.recall.pipeline"].forget_statistics()
     if "memory.catalog.vectors" in sys.modules:
         sys.modules["memory.catalog.vectors"].forget_matrices()
+    if "memory.catalog.owners" in sys.modules:
+        sys.modules["memory.catalog.owners"].forget_owners()
 
 
 @pytest.fixture

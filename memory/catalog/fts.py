@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .owners import Owners
 
 UNICODE_TABLE = "memory_fts_unicode"
 TRIGRAM_TABLE = "memory_fts_trigram"
@@ -140,7 +144,7 @@ _VISIBLE_SQL = ("SELECT c.id, c.entry_id FROM memory_chunks c CROSS JOIN memory_
 
 
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
-            include_system: bool, limit: int) -> list[tuple]:
+            include_system: bool, limit: int, owners: Owners | None = None) -> list[tuple]:
     score = f"bm25({table}, {', '.join(str(w) for w in weights)})"
     roots = ", ".join("%s" for _ in root_keys)
     system = "" if include_system else " AND e.is_system = 0"
@@ -150,11 +154,15 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
     hits = cursor.fetchall()
     ranked: list[tuple[int, float]] = []
     if hits:
-        # Which hits are visible, and whose: two integers a hit. Whole rows (text, timestamps) are read only for
-        # the best passage of each of the first `limit` memories, not for every over-fetched hit.
-        cursor.execute(_VISIBLE_SQL.format(roots=roots, system=system),
-                       [json.dumps([rowid for rowid, _score in hits]), *root_keys])
-        entry_of = dict(cursor.fetchall())
+        # Which hits are visible, and whose: two integers a hit, from the process's map of chunk owners when
+        # given, else from the database. Whole rows (text, timestamps) are read only for the best passage of each
+        # of the first `limit` memories, not for every over-fetched hit.
+        if owners is not None:
+            entry_of = owners.visible(cursor, [rowid for rowid, _score in hits], include_system=include_system)
+        else:
+            cursor.execute(_VISIBLE_SQL.format(roots=roots, system=system),
+                           [json.dumps([rowid for rowid, _score in hits]), *root_keys])
+            entry_of = dict(cursor.fetchall())
         ranked = _best_per_entry(((rowid, entry_of[rowid], value) for rowid, value in hits if rowid in entry_of),
                                  limit)
     if len(ranked) < limit and len(hits) == fetch:
@@ -254,11 +262,13 @@ def chunk_rows(cursor, chunk_ids: list[int]) -> list[tuple]:  # noqa: ANN001
     return [_recall_row(row, 0.0) for row in cursor.fetchall()]
 
 
-def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int) -> list[tuple]:
+def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001
+                   owners: Owners | None = None) -> list[tuple]:
     """Rows of RECALL_COLUMNS, best bm25 first, from the word index."""
-    return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit)
+    return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit, owners)
 
 
-def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int) -> list[tuple]:
+def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001
+                   owners: Owners | None = None) -> list[tuple]:
     """Rows of RECALL_COLUMNS, best bm25 first, from the trigram index: partial words and typos."""
-    return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit)
+    return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit, owners)

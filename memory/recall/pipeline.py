@@ -17,7 +17,7 @@ import numpy as np
 from django.db import connection
 
 from compozy.config import Config, RecallContext
-from memory.catalog import fts, vectors
+from memory.catalog import fts, owners, vectors
 from memory.catalog.fts import quote_term
 from memory.domain.models import SCOPE_DEPTH, ScopeRef, utc_now
 from memory.providers.embeddings import EmbedderError
@@ -434,12 +434,15 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     generation = current_generation()
     with connection.cursor() as cursor:
         common, rare, unseen = classify_terms(cursor, query, generation)
+        visible = owners.owners(cursor, root_keys, generation)
         unicode_rows = fts.recall_unicode(cursor, expression=query.unicode_expression(common) or '""',
-                                          root_keys=root_keys, include_system=include_system, limit=pool)
+                                          root_keys=root_keys, include_system=include_system, limit=pool,
+                                          owners=visible)
         trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unseen,
                                                                                 generation))
         trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
-                                          include_system=include_system, limit=pool) if trigram_expression else []
+                                          include_system=include_system, limit=pool,
+                                          owners=visible) if trigram_expression else []
         trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
         unicode_list = with_session_context(
             cursor, rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern), pattern,

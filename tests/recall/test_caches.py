@@ -1,6 +1,7 @@
 """Recall keeps derived state in the process between queries (each root's chunk vectors, each term's document
-counts), keyed by the memory generation. Every write, edit, delete, revert and reindex must make the next search
-see the catalog as it now is: a stale vector or count is never served."""
+counts, which memory and root each chunk belongs to), keyed by the memory generation. Every write, edit, delete,
+revert and reindex must make the next search see the catalog as it now is: a stale vector or count is never
+served."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from memory.catalog import vectors
+from memory.catalog import owners, vectors
 from memory.catalog.indexer import current_generation
 from memory.recall import pipeline
 from memory.recall.query import parse_query
@@ -98,3 +99,68 @@ def test_a_term_becomes_common_once_enough_memories_hold_it(ws):
     for index in range(12, 24):
         h.write(ws, name=f"Note {index}", content=f"Entry {index} mentions the pipeline and item{index}.")
     assert classify("pipeline")[:2] == ({"pipeline"}, set())
+
+
+def owners_from_database(root_keys: list[str], include_system: bool) -> dict[int, int]:
+    """{chunk id: entry id} of every chunk of these roots, as the database says now."""
+    system = "" if include_system else " AND e.is_system = 0"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT c.id, c.entry_id FROM memory_chunks c JOIN memory_catalog_entries e "
+                       f"ON e.id = c.entry_id WHERE e.root_key IN ({', '.join('%s' for _ in root_keys)}){system}",
+                       root_keys)
+        return dict(cursor.fetchall())
+
+
+def every_chunk_id() -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM memory_chunks")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def assert_owners_are_current(root_keys: list[str]) -> None:
+    """Which chunks recall treats as visible, and whose, equals what the catalog says, with and without system
+    files, asked about every chunk of the database (other roots' included)."""
+    with connection.cursor() as cursor:
+        known = owners.owners(cursor, root_keys, current_generation())
+        for include_system in (False, True):
+            served = known.visible(cursor, every_chunk_id(), include_system=include_system)
+            assert served == owners_from_database(root_keys, include_system)
+
+
+def test_the_chunk_owners_follow_every_write_edit_delete_revert_and_reindex(ws, home, tmp_path):
+    first = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]
+    root_key = workspace_root_key()
+    roots = ["global", root_key]
+    assert_owners_are_current(roots)
+    # Another workspace's memories are in the same tables and must never count as visible here.
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    r.ensure_workspace(other)
+    h.write(other, name="Other", content="Backups of the other project.")
+    assert_owners_are_current(roots)
+    second = h.write(ws, name="Alerts", content="Page the on-call when WAL archiving lags.")["decision"]
+    assert_owners_are_current(roots)
+    edited = h.edit(ws, filename=first["target_filename"], content="Restores are rehearsed every Thursday. " * 80)
+    assert_owners_are_current(roots)
+    h.revert(ws, edited["decision"]["id"])
+    assert_owners_are_current(roots)
+    h.delete(ws, filename=second["target_filename"])
+    assert_owners_are_current(roots)
+    h.reindex(ws, rebuild=True)
+    assert_owners_are_current(roots)
+    # A system file's chunks belong to the root but are visible only with include_system.
+    r.put(r.workspace_root(ws), "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
+          body="Consolidation notes from the nightly dream.")
+    h.reindex(ws, include_system=True)
+    assert_owners_are_current(roots)
+
+
+def test_chunks_written_after_the_owners_were_read_are_asked_of_the_database(ws):
+    h.write(ws, name="Backups", content="Backups run nightly from the standby.")
+    roots = ["global", workspace_root_key()]
+    with connection.cursor() as cursor:
+        before = owners.owners(cursor, roots, current_generation())
+    # A write that commits between reading the generation and the FTS5 query: its chunks are newer than `before`.
+    h.write(ws, name="Alerts", content="Page the on-call when WAL archiving lags.")
+    with connection.cursor() as cursor:
+        assert before.visible(cursor, every_chunk_id(), include_system=False) == owners_from_database(roots, False)
