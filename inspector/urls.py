@@ -33,6 +33,8 @@ urlpatterns = [
     path("extractor/drain", views.extractor_drain, name="extractor_drain"),
     path("extractor/failures/<str:failure>/replay", views.extractor_replay, name="extractor_replay"),
     path("extractor/sessions/<str:session_id>", views.extractor_session, name="extractor_session"),
+    path("extractor/sessions/<str:session_id>/replay", views.extractor_replay_session,
+         name="extractor_replay_session"),
 
 
     path("sessions/", views.session_list, name="sessions"),

@@ -508,6 +508,8 @@ def extractor_view(request: HttpRequest) -> HttpResponse:
     context = {
         "status": extractor.extractor_status(data=extractor.ExtractorStatusInput(), caller=CALLER).to_json(),
         "failures": extractor.extractor_failure_list(data=extractor.FailureListInput(), caller=CALLER).to_json(),
+        "failure_sessions": extractor.extractor_failure_sessions(data=extractor.FailureSessionsInput(),
+                                                                 caller=CALLER).to_json(),
         "sessions": extractor.extractor_sessions(data=extractor.ExtractorSessionsInput(), caller=CALLER).to_json(),
     }
     return render(request, "inspector/extractor.html", context)
@@ -527,6 +529,16 @@ def extractor_replay(request: HttpRequest, failure: str) -> HttpResponse:
     replayed = extractor.extractor_replay(data=data, caller=CALLER).to_json()
     return render(request, "inspector/extractor_result.html",
                   {"title": f"Replayed {failure}", "replay": replayed, "drain": replayed["drain"]})
+
+
+@page
+@require_POST
+def extractor_replay_session(request: HttpRequest, session_id: str) -> HttpResponse:
+    data = extractor.ReplayInput.parse({"session_id": session_id})
+    replayed = extractor.extractor_replay(data=data, caller=CALLER).to_json()
+    return render(request, "inspector/extractor_session_replay.html",
+                  {"title": f"Replayed the failures of session {session_id}", "replay": replayed,
+                   "replayed_count": sum(item["replayed"] for item in replayed["replays"])})
 
 
 @page

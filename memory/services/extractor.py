@@ -84,6 +84,10 @@ class DrainInput(Input):
     pass
 
 
+class FailureSessionsInput(Input):
+    pass
+
+
 class ExtractorSessionsInput(Input):
     limit: int = Field(default=50, ge=1, le=500, description="sessions to return, most recently extracted first")
 
@@ -134,6 +138,18 @@ class FailureView(Result):
 class FailureList(Result):
     failures: list[FailureView]
     total: int
+
+
+class FailureSessionView(Result):
+    session_id: str
+    failures: int
+    oldest: str
+    newest: str
+
+
+class FailureSessionList(Result):
+    # The sessions that have dead letters, the one with the newest first: what a session replay would take.
+    sessions: list[FailureSessionView]
 
 
 class ReplayError(Result):
@@ -602,6 +618,16 @@ def _replay_session(root: Any, config: Config, session_id: str) -> ReplayResult:
                                          error=ReplayError(**error.to_dict())))
     return ReplayResult(failure=None, stage=None, replayed=all(replay.replayed for replay in replays), drain=None,
                         session_id=session_id, replays=replays)
+
+
+def extractor_failure_sessions(*, data: FailureSessionsInput, caller: Caller) -> FailureSessionList:
+    """Every dead letter grouped by its session (all of them, not a page): what `replay --session` would replay."""
+    by_session: dict[str, list[FailureRecord]] = {}
+    for _name, record in _readable_failures(global_root()):
+        by_session.setdefault(record.source.session, []).append(record)
+    views = [FailureSessionView(session_id=session, failures=len(records), oldest=records[0].recorded_at,
+                                newest=records[-1].recorded_at) for session, records in by_session.items()]
+    return FailureSessionList(sessions=sorted(views, key=lambda view: (view.newest, view.session_id), reverse=True))
 
 
 def _readable_failures(root: Any) -> list[tuple[str, FailureRecord]]:

@@ -218,3 +218,15 @@ def test_a_replay_by_id_keeps_its_fields_and_lists_itself_as_its_one_replay(ws, 
     assert (result.failure, result.stage, result.replayed, result.session_id) == (name, "submit", True, None)
     assert [(c.op, c.applied) for c in result.drain.candidates] == [("add", True)]
     assert [(r.failure, r.drain) for r in result.replays] == [(name, result.drain)]
+
+
+def test_the_failures_by_session_count_every_dead_letter_not_only_a_page_of_them(ws, home):
+    root = home / "memory"
+    for minute in range(3):
+        dead_letter(root, "sess-a", 10 + minute)
+    dead_letter(root, "sess-b", 5)
+    listed = svc.extractor_failure_sessions(data=svc.FailureSessionsInput(), caller=CALLER)
+    assert [(s.session_id, s.failures, s.oldest, s.newest) for s in listed.sessions] == [
+        ("sess-a", 3, "2026-01-02T12:10:00Z", "2026-01-02T12:12:00Z"),
+        ("sess-b", 1, "2026-01-02T12:05:00Z", "2026-01-02T12:05:00Z")]
+    assert svc.extractor_failure_list(data=svc.FailureListInput(limit=1), caller=CALLER).total == 4

@@ -104,3 +104,39 @@ def test_an_empty_extractor_page_says_what_would_fill_it(browser):
     page = page_text(browser.get("/inspector/extractor/"))
     assert "No session has been extracted yet. A session is read after each answer its agent appends" in page
     assert "No failures. A run whose provider fails" in page and "never" in page
+
+
+def test_failures_are_listed_by_session_each_with_a_button_that_replays_all_of_that_session(browser, home):
+    from tests.extractor.test_service import dead_letter
+
+    root = home / "memory"
+    gone = dead_letter(root, "sess-a", 10, stage="provider")  # its turns are not in the ledger: cannot replay
+    good = dead_letter(root, "sess-a", 20, attribute="shell", text="My shell is fish.")
+    other = dead_letter(root, "sess-b", 30, attribute="tea", text="I prefer tea.")
+    page = page_text(browser.get("/inspector/extractor/"))
+    assert 'action="/inspector/extractor/sessions/sess-a/replay"' in page
+    assert 'aria-label="Replay all 2 failures of session sess-a"' in page
+    assert 'aria-label="Replay all 1 failure of session sess-b"' in page
+    # Only the button replays: following the address changes nothing.
+    assert browser.get("/inspector/extractor/sessions/sess-a/replay").status_code == 405
+    assert len(inbox.failure_names(root)) == 3
+
+    replayed = browser.post("/inspector/extractor/sessions/sess-a/replay",
+                            {"csrfmiddlewaretoken": csrf_token_of(page)})
+    assert replayed.status_code == 200
+    text = page_text(replayed)
+    assert "Replayed the failures of session sess-a" in text and "1 of 2 failures replayed" in text
+    assert text.index(gone) < text.index(good)  # oldest first
+    assert "Not replayed:" in text and "memory.not_found" in text and "user_shell.md" in text
+    assert Decision.objects.get().session_id == "sess-a" and (root / "user_shell.md").is_file()
+    # The one that could not be replayed is kept, and the other session's is left alone.
+    assert inbox.failure_names(root) == [gone, other]
+    after = page_text(browser.get("/inspector/extractor/"))
+    assert 'aria-label="Replay all 1 failure of session sess-a"' in after
+
+
+def test_a_replay_of_a_session_without_failures_is_a_404_page_with_its_code(browser):
+    page = page_text(browser.get("/inspector/extractor/"))
+    response = browser.post("/inspector/extractor/sessions/sess-none/replay",
+                            {"csrfmiddlewaretoken": csrf_token_of(page)})
+    assert response.status_code == 404 and "memory.not_found" in page_text(response)
