@@ -421,3 +421,40 @@ def test_the_extractor_page_follows_a_session_from_its_turns_to_its_memory(page:
     page.goto("/inspector/extractor/")
     page.get_by_role("button", name="Drain the inbox now").click()
     expect(page.get_by_role("status")).to_contain_text("0 files drained")
+
+
+def test_the_extractor_page_replays_all_the_failures_of_one_session_from_its_button(pages: Pages, signed_in_state,
+                                                                                     server: Server):
+    from memory.domain.extraction import (
+        ExtractedMemory,
+        FailureRecord,
+        FailureSource,
+        RunSource,
+        StagedCandidate,
+    )
+
+    # Two dead letters of one session, as the drain leaves them: a submit that failed (it replays) and a run whose
+    # turns are not in the ledger (it cannot). Written as files: this process has no Django of its own.
+    source = {"session": "browser-r", "root_session": "browser-r", "from_seq": 1, "until_seq": 3}
+    line = StagedCandidate(source=RunSource(**source), memory=ExtractedMemory(
+        type="user", scope="global", agent_tier=None, content="My pager is opsgenie.", evidence=[3], entity="user",
+        attribute="browser pager")).line()
+    failures = server.cli.home / "memory" / "_system" / "extractor" / "failures"
+    failures.mkdir(parents=True, exist_ok=True)
+    for minute, stage, content in ((1, "submit", line + "\n"), (2, "provider", "")):
+        record = FailureRecord(stage=stage, source=FailureSource(**source), error="seeded", content=content,
+                               recorded_at=f"2026-01-02T12:0{minute}:00Z")
+        (failures / f"20260102T120{minute}00000000Z-browser-r-{minute}.jsonl.json").write_text(
+            record.model_dump_json())
+    page = pages.open(storage_state=signed_in_state, viewport={"width": 390, "height": 900})
+    page.goto("/inspector/extractor/")
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 391
+    page.get_by_role("button", name="Replay all 2 failures of session browser-r").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Replayed the failures of session browser-r")
+    expect(page.get_by_role("status")).to_contain_text("1 of 2 failures replayed")
+    expect(page.get_by_role("region", name=re.compile("browser-r-1")).locator("table")).to_contain_text(
+        "user_browser_pager.md")
+    expect(page.get_by_role("region", name=re.compile("browser-r-2"))).to_contain_text("memory.not_found")
+    assert (server.cli.home / "memory" / "user_browser_pager.md").is_file()
+    page.get_by_role("link", name="Back to the extractor").click()
+    expect(page.get_by_role("button", name="Replay all 1 failure of session browser-r")).to_be_visible()
