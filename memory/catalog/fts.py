@@ -92,9 +92,11 @@ TRIGRAM_WEIGHTS = (3.0, 2.0, 1.0)
 
 # `passage` is the text of the entry's best-matching chunk (its first, for rows looked up by entry id): recall
 # scores and cuts snippets from passages and reads whole bodies only for the memories it returns.
+# `recall_signal` is the memory's recall EMA (memory_recall_signals.recall_score, None before its first recall), read
+# with the row by one index seek rather than by a statement of its own.
 RECALL_COLUMNS = ("entry_id", "bm25", "snippet", "root_key", "scope", "workspace_id", "agent_name", "agent_tier",
                   "filename", "type", "slug", "name", "description", "passage", "updated_at", "created_at", "size",
-                  "content_hash", "is_system", "origin_session", "chunk_id")
+                  "content_hash", "is_system", "origin_session", "chunk_id", "recall_signal")
 
 
 def term_statistics(cursor, forms: list[tuple[str, str]], cap: int) -> list[tuple[int, bool]]:  # noqa: ANN001
@@ -135,7 +137,8 @@ OVERFETCH = 4
 _ROW_COLUMNS = (
     "SELECT c.id, e.id, e.root_key, e.scope, e.workspace_id, e.agent_name, e.agent_tier, e.filename, e.type, e.slug, "
     "e.name, e.description, c.body, e.updated_at, e.created_at, e.size, e.content_hash, e.is_system, "
-    "e.origin_session, c.id "
+    "e.origin_session, c.id, "
+    "(SELECT s.recall_score FROM memory_recall_signals s WHERE s.root_key = e.root_key AND s.filename = e.filename) "
 )
 
 

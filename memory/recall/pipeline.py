@@ -8,7 +8,6 @@ Weights, k and sizes come from configuration.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -242,19 +241,6 @@ def with_session_context(cursor, matches: list[WordMatch], pattern: TermPattern,
     return [rows[entry] for entry in order if entry in rows]
 
 
-def _signals(candidates: list[RecallCandidate]) -> dict[tuple[str, str], float]:
-    if not candidates:
-        return {}
-    pairs = json.dumps([[c.row["root_key"], c.row["filename"]] for c in candidates])
-    with connection.cursor() as cursor:
-        # One JSON parameter keeps the statement's text fixed, so SQLite prepares it once per connection.
-        cursor.execute("SELECT s.root_key, s.filename, s.recall_score FROM json_each(%s) AS pair "
-                       "JOIN memory_recall_signals s "
-                       "ON s.root_key = pair.value ->> 0 AND s.filename = pair.value ->> 1",
-                       [pairs])
-        return {(root_key, filename): score for root_key, filename, score in cursor.fetchall()}
-
-
 def _deepest_holders(candidates: list[RecallCandidate], root_keys: list[str]) -> dict[str, tuple[int, dict[str, Any]]]:
     """For each candidate's type::slug (its filename, for curated memories), the deepest visible entry holding it,
     matched by the query or not."""
@@ -475,7 +461,6 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
             candidates[found.entry_id] = RecallCandidate(row=semantic_rows[found.entry_id], semantic_rank=rank)
 
     now = now or utc_now()
-    signals = _signals(list(candidates.values()))
     k = settings.rank_constant
     # Hoisted out of the loop, which runs for every candidate of all three lists.
     w_unicode, w_trigram, w_semantic = weights.unicode, weights.trigram, weights.semantic
@@ -492,7 +477,8 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
             "trigram": round(w_trigram * _rank_score(candidate.trigram_rank, k), 6),
             "semantic": round(w_semantic * _rank_score(candidate.semantic_rank, k), 6),
             "recency": round(w_recency * 0.5 ** (age_days / half_life), 6),
-            "signal": round(w_signal * signals.get((row["root_key"], row["filename"]), 0.0), 6),
+            # Read with the row (fts.RECALL_COLUMNS); None before the memory's first recall.
+            "signal": round(w_signal * (row["recall_signal"] or 0.0), 6),
         }
         candidate.score = round(sum(parts.values()), 6)
 
