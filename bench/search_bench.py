@@ -22,7 +22,7 @@ Three variants run interleaved query by query, the order rotating each round so 
                  still written): the difference is what the signal update costs
   floor          the FTS5 statements the pipeline issues, run bare on the same database through a plain read-only
                  sqlite3 connection: the probes of a question whose terms the pipeline has not counted yet (one
-                 statement of term counts and whole-word probes, one of its unseen terms' 4-gram counts; the
+                 statement of term counts and whole-word probes, one of its unfound terms' 4-gram counts; the
                  product keeps both per memory generation, so a repeated term costs it nothing), then the
                  word-index and trigram ranking queries. Their SQL text and parameters are produced by
                  `memory.catalog.fts` itself (captured from a recording cursor; Django's %s placeholders turned
@@ -199,20 +199,20 @@ class Floor:
 
         probes = _LiveRecorder(self.connection)
         # The probes of a question none of whose terms the pipeline has counted yet (it keeps the counts per memory
-        # generation): the term statistics, then the counts of its unseen terms' 4-grams.
+        # generation): the term statistics, then the counts of its unfound terms' 4-grams.
         forget_statistics()
         generation = current_generation()
-        common, rare, unseen = classify_terms(probes, query, generation)
-        grams = common_grams(probes, query, unseen, generation)
+        common, rare, unseen, unfound = classify_terms(probes, query, generation)
+        grams = common_grams(probes, query, unfound, generation)
         forget_statistics()  # the product starts from what it counts itself, not from the floor's planning
         # The document count is cached by the pipeline per memory generation, not issued per query.
         probes.statements = [(sql, params) for sql, params in probes.statements if "FROM memory_chunks" not in sql]
-        unknown = unseen
+        unknown = unfound
         lists = _Recorder()
         unicode_expression = query.unicode_expression(common) or '""'
         fts.recall_unicode(lists, expression=unicode_expression, root_keys=self.root_keys, include_system=False,
                            limit=self.pool)
-        trigram_expression = query.trigram_expression(rare, unseen, grams)
+        trigram_expression = query.trigram_expression(rare, unseen, grams, unfound=unfound)
         if trigram_expression:
             fts.recall_trigram(lists, expression=trigram_expression, root_keys=self.root_keys,
                                include_system=False, limit=self.pool)

@@ -302,8 +302,11 @@ def forget_statistics() -> None:
     _statistics.clear()
 
 
-def classify_terms(cursor, query: RecallQuery, generation: int) -> tuple[set[str], set[str], set[str]]:  # noqa: ANN001
-    """(common, rare, unseen) by document frequency, each count stopping as soon as the answer is known."""
+def classify_terms(cursor, query: RecallQuery,  # noqa: ANN001
+                   generation: int) -> tuple[set[str], set[str], set[str], set[str]]:
+    """(common, rare, unseen, unfound) by document frequency, each count stopping as soon as the answer is known.
+    Unseen terms are held by no memory as a whole word; unfound ones (a subset) are not even matched by the prefix
+    of their stem: typos, and words no memory holds in any form."""
     statistics = _catalog_statistics(cursor, generation)
     known, common_at = statistics.terms, statistics.common_at
     rare_below = max(20, int(statistics.documents * RARE_SHARE))
@@ -315,6 +318,7 @@ def classify_terms(cursor, query: RecallQuery, generation: int) -> tuple[set[str
     common: set[str] = set()
     rare: set[str] = set()
     unseen: set[str] = set()
+    unfound: set[str] = set()
     for term in query.terms:
         frequency, whole_word = known[term]
         if frequency >= common_at:
@@ -323,14 +327,16 @@ def classify_terms(cursor, query: RecallQuery, generation: int) -> tuple[set[str
             rare.add(term)
         if len(term) >= 3 and (frequency == 0 or not whole_word):
             unseen.add(term)
-    return common, rare, unseen
+            if frequency == 0:
+                unfound.add(term)
+    return common, rare, unseen, unfound
 
 
-def common_grams(cursor, query: RecallQuery, unseen: set[str], generation: int) -> set[str]:  # noqa: ANN001
-    """The unseen terms' 4-grams found in at least COMMON_SHARE of all passages (and in at least 20): like a common
+def common_grams(cursor, query: RecallQuery, unfound: set[str], generation: int) -> set[str]:  # noqa: ANN001
+    """The unfound terms' 4-grams found in at least COMMON_SHARE of all passages (and in at least 20): like a common
     word, such a gram ("tion", "ment") has almost no bm25 weight, yet it makes most memories a match and costs the
     trigram query most of its time."""
-    grams = query.unseen_grams(unseen)
+    grams = query.unseen_grams(unfound)
     if not grams:
         return set()
     statistics = _catalog_statistics(cursor, generation)
@@ -419,13 +425,13 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     warning = None
     generation = current_generation()
     with connection.cursor() as cursor:
-        common, rare, unseen = classify_terms(cursor, query, generation)
+        common, rare, unseen, unfound = classify_terms(cursor, query, generation)
         visible = owners.owners(cursor, root_keys, generation)
         unicode_rows = fts.recall_unicode(cursor, expression=query.unicode_expression(common) or '""',
                                           root_keys=root_keys, include_system=include_system, limit=pool,
                                           owners=visible)
-        trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unseen,
-                                                                                generation))
+        trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
+                                                      unfound=unfound)
         trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
                                           include_system=include_system, limit=pool,
                                           owners=visible) if trigram_expression else []

@@ -62,22 +62,28 @@ class RecallQuery:
         kept = [term for term in self.terms if term not in common] or list(self.terms)
         return " OR ".join(dict.fromkeys(self.unicode_form(term) for term in kept)) or None
 
-    def unseen_grams(self, unseen: set[str]) -> list[str]:
-        """The 4-grams the trigram query would add for the unseen terms, in order."""
-        return list(dict.fromkeys(gram for term in self.terms if term in unseen and len(term) >= 5
+    def unseen_grams(self, unfound: set[str]) -> list[str]:
+        """The 4-grams the trigram query would add for these (unfound) terms, in order."""
+        return list(dict.fromkeys(gram for term in self.terms if term in unfound and len(term) >= 5
                                   for gram in ngrams(term)))
 
     def trigram_expression(self, rare: set[str], unseen: set[str],
-                           common_grams: set[str] | frozenset[str] = frozenset()) -> str | None:
+                           common_grams: set[str] | frozenset[str] = frozenset(),
+                           unfound: set[str] | None = None) -> str | None:
         """The trigram index is for partial words and typos. Rare terms go in as substrings (a common one would
-        make the query scan most of the catalog for little gain); terms the word index has never seen as a word
-        go in as substrings and, when long enough, by their 4-grams, which still meet a misspelt word."""
+        make the query scan most of the catalog for little gain); terms the word index has never seen as a whole
+        word go in as substrings and, when the word index cannot find them at all (`unfound`: a typo, or a word no
+        memory holds in any form; all unseen terms when not given) and they are long enough, by their 4-grams,
+        which still meet a misspelt word. A term the word index finds by its stem's prefix ("mention" in
+        "mentioned") is already matched there: its 4-grams ("ment", "tion") would only make hundreds of memories
+        a weak match, at most of the trigram query's cost."""
+        gram_terms = unseen if unfound is None else unfound
         parts: list[str] = []
         for term in self.terms:
             if len(term) < 3 or term not in rare | unseen:
                 continue
             parts.append(quote_term(term))
-            if term in unseen and len(term) >= 5:
+            if term in gram_terms and len(term) >= 5:
                 parts.extend(quote_term(gram) for gram in ngrams(term) if gram not in common_grams)
         return " OR ".join(dict.fromkeys(parts)) or None
 

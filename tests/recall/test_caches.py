@@ -48,7 +48,7 @@ def assert_matrix_is_current(root_key: str) -> None:
     assert np.array_equal(served.matrix[visible], matrix)
 
 
-def classify(word: str) -> tuple[set[str], set[str], set[str]]:
+def classify(word: str) -> tuple[set[str], set[str], set[str], set[str]]:
     with connection.cursor() as cursor:
         return pipeline.classify_terms(cursor, parse_query(word), current_generation())
 
@@ -79,8 +79,8 @@ def test_term_counts_are_taken_again_after_a_write_an_edit_a_delete_and_a_reinde
     assert classify("zebrafish")[2] == {"zebrafish"}
     filename = h.write(ws, name="Lab", content="The zebrafish tanks are cleaned on Mondays.")["decision"][
         "target_filename"]
-    common, rare, unseen = classify("zebrafish")
-    assert (common, rare, unseen) == (set(), {"zebrafish"}, set())
+    common, rare, unseen, unfound = classify("zebrafish")
+    assert (common, rare, unseen, unfound) == (set(), {"zebrafish"}, set(), set())
     h.edit(ws, filename=filename, content="The tanks are cleaned on Mondays.")
     assert classify("zebrafish")[2] == {"zebrafish"}
     path = ws / ".compozy" / "memory" / filename

@@ -262,12 +262,35 @@ def test_a_four_gram_most_memories_hold_is_left_out_of_a_typo_lookup_which_still
         "Writing", "Prose rules", "The documentation is written in reStructuredText.")})
     query = parse_query("documantation guidelines")
     with connection.cursor() as cursor:
-        _common, _rare, unseen = pipeline.classify_terms(cursor, query, current_generation())
-        grams = pipeline.common_grams(cursor, query, unseen, current_generation())
-    assert unseen == {"documantation", "guidelines"}
+        _common, _rare, unseen, unfound = pipeline.classify_terms(cursor, query, current_generation())
+        grams = pipeline.common_grams(cursor, query, unfound, current_generation())
+    assert unseen == unfound == {"documantation", "guidelines"}
     assert grams == {"tati", "atio", "tion"}
-    expression = query.trigram_expression(unseen, unseen, grams)
+    expression = query.trigram_expression(unseen, unseen, grams, unfound=unfound)
     assert '"docu"' in expression and '"tion"' not in expression and '"atio"' not in expression
     result = r.search(ws, "documantation guidelines")
     assert r.filenames(result)[0] == "project_writing.md"
     assert hit(result, "project_writing.md")["why_recalled"]["trigram"] > 0
+
+
+def test_a_word_held_only_in_another_form_goes_to_the_trigram_index_whole_and_a_typo_by_its_4_grams(ws):
+    # "mention" is in no memory as a word, but its stem's prefix finds "mentioned": the word index matches it
+    # already, so the trigram query takes it whole, without the 4-grams ("ment", "tion") that would make every
+    # memory holding "comment" or "station" a match. A misspelling the word index cannot find is spelled out.
+    from django.db import connection
+
+    from memory.catalog.indexer import current_generation
+    from memory.recall import pipeline
+
+    put_library(ws, {**LIBRARY, "project_release.md": ("Release", "Release notes",
+                                                       "The release date was mentioned in the standup.")})
+    with connection.cursor() as cursor:
+        for text, unseen_terms, unfound_terms in (("mention", {"mention"}, set()),
+                                                  ("mentoin", {"mentoin"}, {"mentoin"})):
+            query = parse_query(text)
+            _common, rare, unseen, unfound = pipeline.classify_terms(cursor, query, current_generation())
+            assert (unseen, unfound) == (unseen_terms, unfound_terms)
+            expression = query.trigram_expression(rare, unseen, pipeline.common_grams(
+                cursor, query, unfound, current_generation()), unfound=unfound)
+            assert (f'"{text}"' in expression, '"ment"' in expression) == (True, bool(unfound))
+    assert r.filenames(r.search(ws, "mentoin"))[0] == "project_release.md"
