@@ -566,7 +566,11 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     listed = sessions.session_events(
         data=sessions.SessionEventsInput.parse({**selectors, **paging, "session_id": session_id}),
         caller=CALLER).to_json()
-    context = {"shown": shown, "session": shown["session"], "events": listed, "ref_query": urlencode(selectors),
+    history = sessions.session_history(
+        data=sessions.SessionHistoryInput.parse({**selectors, "session_id": session_id, "limit": 200}),
+        caller=CALLER).to_json()
+    context = {"shown": shown, "session": shown["session"], "events": listed, "history": history,
+               "ref_query": urlencode(selectors),
                "next_query": urlencode({**selectors, "after_seq": listed["next_after_seq"]})
                if listed["has_more"] else None}
     return render(request, "inspector/session_detail.html", context)

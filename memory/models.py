@@ -81,6 +81,7 @@ class Event(models.Model):
             models.Index(fields=["ts"], name="event_ts"),
             models.Index(fields=["op", "ts"], name="event_op_ts"),
             models.Index(fields=["workspace_id", "ts"], name="event_workspace_ts"),
+            models.Index(fields=["session_id", "ts"], name="event_session_ts"),  # a session's history
         ]
         constraints = [
             # Replay may re-run the event step; one decision never gets its event twice.

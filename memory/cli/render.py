@@ -399,6 +399,21 @@ def human_session_events(d: dict[str, Any]) -> str:
     return table(rows, ["seq", "turn", "kind", "", "content"], max_width=70) + footer
 
 
+def human_session_history(d: dict[str, Any]) -> str:
+    head = f"session {d['session_id']}: {d['rows']} ledger rows kept ({d['archived']} archived)"
+    if not d["events"]:
+        return head + "\nNo operations recorded."
+    rows = [((e["ts"] or "")[:19].replace("T", " "), e["op"], e["target"], e["actor"],
+             ", ".join(f"{key}={value}" for key, value in sorted(e["metadata"].items())
+                       if isinstance(value, (str, int, float, bool))))
+            for e in d["events"]]
+    page = d["page"]
+    footer = f"\n{len(rows)} of {page['total']} shown"
+    if page["has_more"]:
+        footer += f"; next page: --cursor {page['next_cursor']}"
+    return head + "\n" + table(rows, ["time", "operation", "target", "actor", "details"], max_width=60) + footer
+
+
 def human_session_list(d: dict[str, Any]) -> str:
     if not d["sessions"]:
         return "No sessions."

@@ -110,10 +110,10 @@ def event_list(*, data: EventListInput, caller: Caller) -> EventList:
         queryset = queryset.filter(ts__gte=since)
     binding = {"workspaces": workspace_ids, "family": data.family, "since": data.since}
     rows, page = page_of(queryset.order_by("-ts", "-id"), cursor=data.cursor, limit=data.limit, binding=binding)
-    return EventList(events=[_item(row) for row in rows], page=Page(**page))
+    return EventList(events=[event_item(row) for row in rows], page=Page(**page))
 
 
-def _item(event: Event) -> EventItem:
+def event_item(event: Event) -> EventItem:
     return EventItem(
         id=event.id, op=event.op, family=family_of(event.op), scope=event.scope,
         agent_name=event.agent_name or None, agent_tier=event.agent_tier or None,

@@ -28,17 +28,19 @@ from memory.domain.checkpoint import CHECKPOINT_FILENAME
 from memory.domain.enums import EventOp, Scope, SessionEventKind, SessionStatus, SessionType
 from memory.domain.errors import Conflict, NotFound
 from memory.domain.models import ScopeRef, parse_timestamp, sha256_text, utc_now
-from memory.models import Decision, Session
+from memory.models import Decision, Event, Session
 from memory.sessions import compaction, ledger, resume
 from memory.sessions import signals as session_signals
 from memory.sessions import snapshot as assembly
 
 from . import checkpoints
+from .events import EventFamily, EventItem, event_item, ops_of
 from .inputs import Caller, Input, Selector, all_workspaces_field
 from .paging import cursor_field, limit_field, page_of
 from .resolution import Resolved, resolve, resolve_span
 from .results import DecisionSummary, Page, Result, decision_summary, iso
 from .snapshots import SessionFields, SnapshotInput, SnapshotResult, snapshot_assemble
+from .timefilter import SINCE, parse_since
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 MAX_EVENT_BYTES = 1_048_576
@@ -175,6 +177,15 @@ class SessionEventsInput(SessionIdInput):
         "Archived rows too, marked archived (rows compaction summarised into the checkpoint)."))
 
 
+class SessionHistoryInput(SessionIdInput):
+    family: EventFamily | None = Field(default=None, description=(
+        "Only operations of this family: session, write, rejected, recall, extractor, dream, provider, workspace "
+        "or decisions."))
+    since: str | None = Field(default=None, description=SINCE)
+    cursor: str | None = cursor_field()
+    limit: int | None = limit_field()
+
+
 class SessionListInput(Input):
     workspace: str | None = _workspace_field()
     all_workspaces: bool = all_workspaces_field()
@@ -241,6 +252,14 @@ class SessionEventList(Result):
     events: list[SessionEventView]
     has_more: bool
     next_after_seq: int | None
+
+
+class SessionHistory(Result):
+    session_id: str
+    rows: int  # ledger rows the session holds, archived included: compaction never deletes one
+    archived: int
+    events: list[EventItem]
+    page: Page
 
 
 class CoverageView(Result):
@@ -551,6 +570,25 @@ def session_events(*, data: SessionEventsInput, caller: Caller) -> SessionEventL
     rows = rows[:limit]
     return SessionEventList(session_id=session.session_id, events=[_event_view(row) for row in rows],
                             has_more=has_more, next_after_seq=rows[-1].seq if has_more else None)
+
+
+def session_history(*, data: SessionHistoryInput, caller: Caller) -> SessionHistory:
+    """What happened to a session, oldest first: the operations recorded for it (start and stop, snapshot and
+    recalls, the memories it wrote, checkpoint updates, compaction, extraction runs), beside how many ledger rows
+    it keeps. The rows themselves, archived ones included, are `session_events`."""
+    resolved = _resolve(data.workspace, caller)
+    session = _get(data.session_id, resolved)
+    queryset = Event.objects.filter(session_id=session.session_id)
+    if data.family is not None:
+        queryset = queryset.filter(op__in=ops_of(data.family))
+    since = parse_since(data.since)
+    if since is not None:
+        queryset = queryset.filter(ts__gte=since)
+    binding = {"session": session.session_id, "family": data.family, "since": data.since}
+    events, page = page_of(queryset.order_by("ts", "id"), cursor=data.cursor, limit=data.limit, binding=binding)
+    rows, archived = ledger.counts(session.session_id)
+    return SessionHistory(session_id=session.session_id, rows=rows, archived=archived,
+                          events=[event_item(event) for event in events], page=Page(**page))
 
 
 def session_list(*, data: SessionListInput, caller: Caller) -> SessionList:

@@ -57,6 +57,16 @@ VERBS = [
             "done and error rows, archived ones marked. Page with after_seq = next_after_seq.")),
     ),
     Verb(
+        command=("session", "history"), input=sessions.SessionHistoryInput, service=sessions.session_history,
+        positionals=("session_id",), human=render.human_session_history, items_key="events",
+        routes=(Route("GET", f"{SESSION}/history"),), errors=(NotFound,),
+        summary="What happened to a session, oldest first: its recorded operations, and the ledger rows it keeps.",
+        tool=Tool("compozy__session_history", ADMIN_TOOLSET, **READ, description=(
+            "What happened to one session, oldest first: start and stop, its snapshot and recalls, the memories "
+            "it wrote, checkpoint updates, compaction and extraction runs, with how many ledger rows it keeps "
+            "(archived included). Pages: pass page.next_cursor back as cursor.")),
+    ),
+    Verb(
         command=("session", "list"), input=sessions.SessionListInput, service=sessions.session_list,
         human=render.human_session_list, items_key="sessions", routes=(Route("GET", "/api/sessions"),),
         summary="This workspace's sessions, newest first.",

@@ -48,10 +48,21 @@ def test_a_session_page_greys_out_archived_events_and_shows_snapshot_decisions_a
     archived_row = page[page.index('<tr class="archived">'):]
     assert "zzarchived" in archived_row.split("</tr>")[0]
     checkpoint_decision = h.decision_list(workspace_dir, filename="project_checkpoint_summary.md")["decisions"][0]
-    # Linked from the coverage table and from the checkpoint decisions.
-    assert page.count(f'href="/inspector/decisions/{checkpoint_decision["id"]}?workspace={compacted}"') == 2
+    # Linked from the coverage table and from the checkpoint decisions (and from what happened, tested below).
+    link = f'href="/inspector/decisions/{checkpoint_decision["id"]}?workspace={compacted}"'
+    history = page[page.index('id="history-heading"'):page.index('id="snapshot-heading"')]
+    assert page.replace(history, "").count(link) == 2 and link in history
     assert "<td>1</td><td>3</td>" in page  # the covered span
     assert "Queue Host" in page  # the snapshot text as the session received it
+
+
+def test_a_session_page_tells_what_happened_to_the_session_oldest_first(compacted):
+    page = page_text(signed_in_client().get(f"/inspector/sessions/insp-1?workspace={compacted}"))
+    history = page[page.index('id="history-heading"'):page.index('id="snapshot-heading"')]
+    ops = re.findall(r"<tr>\s*<td>(memory\.[a-z._]+)</td>", history)
+    assert ops[0] == "memory.session.started"
+    assert ops.index("memory.session.compaction.covered") < ops.index("memory.session.compaction.archived")
+    assert "project_checkpoint_summary.md" in history  # the write compaction made, linked to its decision
 
 
 def test_a_session_of_another_workspace_is_not_found_on_the_page(compacted, tmp_path):

@@ -45,6 +45,11 @@ def events(cwd: Path, session_id: str, **fields: Any) -> dict[str, Any]:
     return sessions.session_events(data=data, caller=h.caller(cwd)).to_json()
 
 
+def history(cwd: Path, session_id: str, **fields: Any) -> dict[str, Any]:
+    data = sessions.SessionHistoryInput.parse({"session_id": session_id, **fields})
+    return sessions.session_history(data=data, caller=h.caller(cwd)).to_json()
+
+
 def listing(cwd: Path, **fields: Any) -> dict[str, Any]:
     return sessions.session_list(data=sessions.SessionListInput.parse(fields), caller=h.caller(cwd)).to_json()
 

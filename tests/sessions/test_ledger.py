@@ -97,6 +97,34 @@ def test_a_session_of_another_workspace_does_not_exist_here(home, workspace_dir,
         s.start(workspace_dir, "theirs-1")  # the id is taken by another workspace's session
 
 
+def test_history_tells_what_happened_to_one_session_oldest_first_and_pages(home, workspace_dir, tmp_path):
+    s.start(workspace_dir, "hist-1")
+    s.start(workspace_dir, "hist-2")  # another session's operations are not this one's history
+    s.append(workspace_dir, "hist-1", s.turn("t1", "Ask.", "Answer.") + s.turn("t2", "More?", "Done."))
+    s.compact(workspace_dir, "hist-1")
+    s.stop(workspace_dir, "hist-1")
+    story = s.history(workspace_dir, "hist-1")
+    ops = [event["op"] for event in story["events"]]
+    assert ops[0] == "memory.session.started" and ops[-1] == "memory.session.stopped", ops
+    assert "memory.session.compaction.archived" in ops
+    assert {event["session_id"] for event in story["events"]} == {"hist-1"}
+    times = [event["ts"] for event in story["events"]]
+    assert times == sorted(times)
+    # Compaction archives, never deletes: every row is still counted, and still readable in `session events`.
+    assert story["rows"] == 6 and story["archived"] > 0
+    assert len(s.events(workspace_dir, "hist-1")["events"]) == story["rows"]
+    only = s.history(workspace_dir, "hist-1", family="session")["events"]
+    assert only and all(event["op"].startswith("memory.session.") for event in only)
+    first = s.history(workspace_dir, "hist-1", limit=2)
+    second = s.history(workspace_dir, "hist-1", limit=2, cursor=first["page"]["next_cursor"])
+    assert first["page"]["has_more"] and first["page"]["total"] == len(ops)
+    assert [e["id"] for e in first["events"] + second["events"]] == [e["id"] for e in story["events"][:4]]
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    with pytest.raises(NotFound):
+        s.history(other, "hist-1")  # another workspace's session does not exist there
+
+
 def test_bad_events_are_refused_before_anything_is_stored(home, workspace_dir):
     s.start(workspace_dir, "bad-1")
     for event in ({"kind": "thought", "content": "x"}, {"kind": "user_message", "surprise": 1},

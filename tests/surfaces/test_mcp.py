@@ -26,7 +26,8 @@ ADMIN_TOOLS = {"compozy__memory_health", "compozy__memory_admin_history", "compo
                "compozy__memory_dream_show", "compozy__memory_dream_retry",
                "compozy__memory_extractor_status", "compozy__memory_extractor_list_failures",
                "compozy__memory_extractor_replay", "compozy__memory_extractor_drain", "compozy__session_show",
-               "compozy__session_events", "compozy__session_list", "compozy__session_resume"}
+               "compozy__session_events", "compozy__session_history", "compozy__session_list",
+               "compozy__session_resume"}
 
 
 def call(server, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:

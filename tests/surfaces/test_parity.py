@@ -6,7 +6,7 @@ errors the same code, once the fields that are per-call by nature are set aside:
 - `decided_at`, `applied_at`, `created_at`, `updated_at`: wall-clock times of each run
 - `candidate_hash`, `post_content_hash`, `content_hash`: hashes over content that includes the origin or timestamps
 - `workspace_id`, `path`: each surface runs in its own workspace
-- `origin`: the surface itself (cli, http, uds, tool) — checked separately
+- `origin`, and an event's `actor`: the surface itself (cli, http, uds, tool) — checked separately
 - `session_id`: only the MCP process is started with a session
 - `next_cursor`: an opaque token bound to the workspace's roots
 - `recency`, `score`: recency decays with the milliseconds between a write and the search
@@ -49,7 +49,7 @@ from tests.helpers import tool_document
 
 PER_CALL = {"id", "reverts", "decided_at", "applied_at", "created_at", "updated_at", "candidate_hash",
             "post_content_hash", "content_hash", "workspace_id", "path", "origin", "session_id", "next_cursor",
-            "recency", "score", "elapsed_ms", "size", "sha256", "started_at", "stopped_at", "ts"}
+            "recency", "score", "elapsed_ms", "size", "sha256", "started_at", "stopped_at", "ts", "actor"}
 DECISION_ID = re.compile(r"dec_[0-9a-f]{24}")
 WORKSPACE_ULID = re.compile(r"\b[0-9A-HJKMNP-TV-Z]{26}\b")
 INBOX_TIME = re.compile(r"\b\d{8}T\d{12}Z")
@@ -74,7 +74,7 @@ COMMANDS = {"write": ("memory", "write"), "list": ("memory", "list"), "show": ("
             "extractor failures": ("memory", "extractor", "list-failures"),
             "extractor replay": ("memory", "extractor", "replay"), "extractor drain": ("memory", "extractor", "drain"),
             **{f"session {verb}": ("session", verb)
-               for verb in ("start", "append", "usage", "stop", "show", "events", "list", "resume")}}
+               for verb in ("start", "append", "usage", "stop", "show", "events", "history", "list", "resume")}}
 DECLARED = {verb.command: verb for verb in all_verbs() if verb.command}
 
 
@@ -258,9 +258,11 @@ SESSION_SCENARIOS: list[tuple[str, str, dict[str, Any]]] = [
     ("session list", "session list", {}),
     ("session stop", "session stop", {"session_id": "par-1"}),
     ("session stop again", "session stop", {"session_id": "par-1"}),
+    ("session history", "session history", {"session_id": "par-1"}),
     ("session append after stop", "session append", {"session_id": "par-1", "kind": "user_message",
                                                       "content": "late"}),
     ("session events of a missing session", "session events", {"session_id": "par-none"}),
+    ("session history of a missing session", "session history", {"session_id": "par-none"}),
 ]
 
 
@@ -435,7 +437,7 @@ def test_every_surface_offers_the_same_fields_choices_and_help(outcomes):
                 assert [str(v) for v in (enum or [])] == list(choices), (verb.summary, surface, name)
 
 
-SESSION_READS = {"session events", "session show", "session list", "session resume"}
+SESSION_READS = {"session events", "session history", "session show", "session list", "session resume"}
 
 
 @pytest.mark.parametrize("index", range(len(SESSION_SCENARIOS)), ids=[label for label, _v, _a in SESSION_SCENARIOS])
@@ -466,5 +468,13 @@ def test_the_session_scenarios_exercise_what_they_claim(outcomes):
     assert [item["session_id"] for item in results[8]["sessions"]] == ["par-1"]
     assert results[9]["checkpoint"] == {"queued": True, "reason": "eligible"}
     assert results[10]["checkpoint"] == {"queued": False, "reason": "already_stopped"}
-    assert results[11]["code"] == "memory.conflict"
-    assert results[12]["code"] == "memory.not_found"
+    history = results[11]
+    assert (history["rows"], history["archived"]) == (5, 3)  # compaction archived three rows and deleted none
+    ops = [event["op"] for event in history["events"]]
+    assert ops[0] == "memory.session.started" and ops[-1] == "memory.session.stopped", ops
+    assert "memory.session.compaction.archived" in ops and "memory.session.checkpoint.updated" in ops
+    for surface, actor in (("cli", "cli"), ("http", "http"), ("uds", "uds")):
+        started = outcomes[f"{surface}:sessions"][11][1]["events"][0]
+        assert started["actor"] == actor, (surface, started)  # the surface that started the session
+    assert results[12]["code"] == "memory.conflict"
+    assert results[13]["code"] == "memory.not_found" and results[14]["code"] == "memory.not_found"
