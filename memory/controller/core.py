@@ -137,31 +137,28 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
         return Outcome(decision, applied=decision.op in MUTATING_OPS, dry_run=False)
 
 
-def earliest_decision(candidate: Candidate) -> Decision | None:
-    # The id first, in plain SQL: nearly every drained candidate is new, and building the ORM query cost more than
-    # running it (it ran once per extracted candidate).
+def _decision_of(candidate: Candidate, *, newest: bool) -> Decision | None:
+    """The candidate's first or last decision in its root. The id first, in plain SQL: nearly every candidate is
+    new, and building an ORM query cost more than running it (the drain asks once per extracted candidate)."""
+    order = "decided_at DESC, id DESC" if newest else "decided_at, id"
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id FROM memory_decisions WHERE candidate_hash = %s AND root_key = %s "
-            "ORDER BY decided_at, id LIMIT 1",
+            f"SELECT id FROM memory_decisions WHERE candidate_hash = %s AND root_key = %s ORDER BY {order} LIMIT 1",
             [candidate.candidate_hash(), candidate.ref.root_key],
         )
         found = cursor.fetchone()
     return None if found is None else Decision.objects.get(id=found[0])
 
 
+def earliest_decision(candidate: Candidate) -> Decision | None:
+    return _decision_of(candidate, newest=False)
+
+
 def previous_decision(candidate: Candidate, root: Path) -> Decision | None:
     """The stored decision for this candidate, if nothing in its root has changed since it was made."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id FROM memory_decisions WHERE candidate_hash = %s AND root_key = %s "
-            "ORDER BY decided_at DESC, id DESC LIMIT 1",
-            [candidate.candidate_hash(), candidate.ref.root_key],
-        )
-        found = cursor.fetchone()
-    if found is None:
+    previous = _decision_of(candidate, newest=True)
+    if previous is None:
         return None
-    previous = Decision.objects.get(id=found[0])
     changed_since = Decision.objects.filter(
         root_key=previous.root_key, decided_at__gt=previous.decided_at, op__in=[op.value for op in MUTATING_OPS]
     ).exists()
