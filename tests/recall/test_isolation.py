@@ -193,3 +193,40 @@ def test_a_session_of_another_workspace_never_hands_over_its_entries(world, ask)
     for word in ("bison", "falcon"):
         assert word not in seen
     assert ids["A"] not in seen
+
+
+def test_a_workspace_crowded_out_by_another_in_the_ranking_gets_the_same_answer_from_a_single_ranking(
+        home, workspace_dir, tmp_path, monkeypatch):
+    # Another workspace holds 300 memories that match the question better than this one's: the first 200 hits of
+    # the FTS5 ranking are all theirs. Over-fetching in proportion to this workspace's share of the catalog finds
+    # its memories in that first ranking; without it a second, joined ranking is needed. Same answer either way.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.recall import pipeline
+
+    crowd = tmp_path / "crowd"
+    (crowd / ".git").mkdir(parents=True)
+    for root in (crowd, workspace_dir):
+        r.ensure_workspace(root)
+    for index in range(300):
+        r.put(r.workspace_root(crowd), f"project_kestrel_{index}.md", name=f"Kestrel {index}",
+              body="Kestrel kestrel kestrel nesting notes.")
+    h.reindex(crowd)
+    for index in range(3):
+        r.put(r.workspace_root(workspace_dir), f"project_falcon_{index}.md", name=f"Falcon {index}",
+              body=f"The falcon pair {index} once chased a kestrel over the quarry, among many other birds.")
+    h.reindex(workspace_dir)
+
+    def ask() -> tuple[list[str], int]:
+        with CaptureQueriesContext(connection) as queries:
+            found = r.filenames(r.search(workspace_dir, "kestrel", top_k=10))
+        joined = sum("JOIN memory_chunks c ON c.id = f.rowid" in query["sql"] for query in queries.captured_queries)
+        return found, joined
+
+    answer, joined = ask()
+    assert sorted(answer) == [f"project_falcon_{index}.md" for index in range(3)]
+    assert joined == 0
+    monkeypatch.setattr(pipeline, "MAX_SPREAD", 1)
+    unspread, joined = ask()
+    assert (unspread, joined) == (answer, 1)
