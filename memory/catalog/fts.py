@@ -147,20 +147,15 @@ _VISIBLE_SQL = ("SELECT c.id, c.entry_id FROM memory_chunks c CROSS JOIN memory_
 
 
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
-            include_system: bool, limit: int, owners: Owners | None = None, spread: int = 1) -> list[tuple]:
-    """The first `limit` visible memories by their best passage, among the best `limit * OVERFETCH` visible
-    passages. `spread` widens the first query's LIMIT (when the visible roots hold a small share of all chunks,
-    other roots' hits would fill the over-fetch and force the second, joined ranking); what is kept is the same."""
+            include_system: bool, limit: int, owners: Owners | None = None) -> list[tuple]:
     score = f"bm25({table}, {', '.join(str(w) for w in weights)})"
     roots = ", ".join("%s" for _ in root_keys)
     system = "" if include_system else " AND e.is_system = 0"
-    cap = limit * OVERFETCH
-    fetch = cap * max(1, spread)
+    fetch = limit * OVERFETCH
     cursor.execute(f"SELECT rowid, {score} AS score FROM {table} WHERE {table} MATCH %s ORDER BY score LIMIT %s",
                    [expression, fetch])
     hits = cursor.fetchall()
     ranked: list[tuple[int, float]] = []
-    visible: list[tuple[int, int, float]] = []
     if hits:
         # Which hits are visible, and whose: two integers a hit, from the process's map of chunk owners when
         # given, else from the database. Whole rows (text, timestamps) are read only for the best passage of each
@@ -171,15 +166,15 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
             cursor.execute(_VISIBLE_SQL.format(roots=roots, system=system),
                            [json.dumps([rowid for rowid, _score in hits]), *root_keys])
             entry_of = dict(cursor.fetchall())
-        visible = [(rowid, entry_of[rowid], value) for rowid, value in hits if rowid in entry_of][:cap]
-        ranked = _best_per_entry(visible, limit)
-    if len(ranked) < limit and len(visible) < cap and len(hits) == fetch:
+        ranked = _best_per_entry(((rowid, entry_of[rowid], value) for rowid, value in hits if rowid in entry_of),
+                                 limit)
+    if len(ranked) < limit and len(hits) == fetch:
         # Other roots' memories filled the over-fetched hits: rank within the visible roots directly.
         cursor.execute(
             f"SELECT c.id, c.entry_id, {score} AS score FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
             f"JOIN memory_catalog_entries e ON e.id = c.entry_id "
             f"WHERE {table} MATCH %s AND e.root_key IN ({roots}){system} ORDER BY score LIMIT %s",
-            [expression, *root_keys, cap],
+            [expression, *root_keys, fetch],
         )
         ranked = _best_per_entry(cursor.fetchall(), limit)
     if not ranked:
@@ -271,14 +266,12 @@ def chunk_rows(cursor, chunk_ids: list[int]) -> list[tuple]:  # noqa: ANN001
 
 
 def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001
-                   owners: Owners | None = None, spread: int = 1) -> list[tuple]:
+                   owners: Owners | None = None) -> list[tuple]:
     """Rows of RECALL_COLUMNS, best bm25 first, from the word index."""
-    return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit, owners,
-                   spread)
+    return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit, owners)
 
 
 def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001
-                   owners: Owners | None = None, spread: int = 1) -> list[tuple]:
+                   owners: Owners | None = None) -> list[tuple]:
     """Rows of RECALL_COLUMNS, best bm25 first, from the trigram index: partial words and typos."""
-    return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit, owners,
-                   spread)
+    return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit, owners)

@@ -100,11 +100,6 @@ class Owners:
     upto: int
     root_keys: tuple[str, ...]
 
-    @property
-    def chunks(self) -> int:
-        """How many chunks these roots hold (deleted ones read earlier included: an upper bound)."""
-        return sum(len(root.ids) for root in self.roots)
-
     def visible(self, cursor, chunk_ids: list[int], *, include_system: bool) -> dict[int, int]:  # noqa: ANN001
         """{chunk id: entry id} for the chunks of these roots (without system files unless `include_system`)."""
         wanted = np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids))

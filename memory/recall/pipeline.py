@@ -268,7 +268,6 @@ def _deepest_holders(candidates: list[RecallCandidate], root_keys: list[str]) ->
 # every memory a match to score. Below RARE_SHARE a term is rare enough to search as a substring too.
 COMMON_SHARE = 0.5
 RARE_SHARE = 0.01
-MAX_SPREAD = 8
 @dataclass
 class CatalogStatistics:
     """Per database and memory generation: the number of passages; each term's (document frequency counted up to
@@ -428,18 +427,14 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     with connection.cursor() as cursor:
         common, rare, unseen, unfound = classify_terms(cursor, query, generation)
         visible = owners.owners(cursor, root_keys, generation)
-        # Over-fetch in proportion to the share of all chunks the visible roots hold (up to MAX_SPREAD times), so
-        # other workspaces' hits rarely crowd the visible ones out of the first ranking.
-        documents = _catalog_statistics(cursor, generation).documents
-        spread = min(MAX_SPREAD, -(-documents // max(1, visible.chunks)))
         unicode_rows = fts.recall_unicode(cursor, expression=query.unicode_expression(common) or '""',
                                           root_keys=root_keys, include_system=include_system, limit=pool,
-                                          owners=visible, spread=spread)
+                                          owners=visible)
         trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
                                                       unfound=unfound)
         trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
                                           include_system=include_system, limit=pool,
-                                          owners=visible, spread=spread) if trigram_expression else []
+                                          owners=visible) if trigram_expression else []
         trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
         unicode_list = with_session_context(
             cursor, rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern), pattern,
