@@ -147,7 +147,8 @@ _VISIBLE_SQL = ("SELECT c.id, c.entry_id FROM memory_chunks c CROSS JOIN memory_
 
 
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
-            include_system: bool, limit: int, owners: Owners | None = None) -> list[tuple]:
+            include_system: bool, limit: int, owners: Owners | None = None,
+            have_rows: set[int] | frozenset[int] = frozenset()) -> list[tuple]:
     score = f"bm25({table}, {', '.join(str(w) for w in weights)})"
     roots = ", ".join("%s" for _ in root_keys)
     system = "" if include_system else " AND e.is_system = 0"
@@ -155,7 +156,7 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
     cursor.execute(f"SELECT rowid, {score} AS score FROM {table} WHERE {table} MATCH %s ORDER BY score LIMIT %s",
                    [expression, fetch])
     hits = cursor.fetchall()
-    ranked: list[tuple[int, float]] = []
+    ranked: list[tuple[int, int, float]] = []
     if hits:
         # Which hits are visible, and whose: two integers a hit, from the process's map of chunk owners when
         # given, else from the database. Whole rows (text, timestamps) are read only for the best passage of each
@@ -179,20 +180,32 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
         ranked = _best_per_entry(cursor.fetchall(), limit)
     if not ranked:
         return []
-    cursor.execute(_CHUNK_ROWS_SQL, [json.dumps([chunk for chunk, _value in ranked])])
-    by_chunk = {row[0]: row for row in cursor.fetchall()}
-    return [_recall_row(by_chunk[chunk], value) for chunk, value in ranked if chunk in by_chunk]
+    wanted = [chunk for chunk, entry, _value in ranked if entry not in have_rows]
+    by_chunk: dict[int, tuple] = {}
+    if wanted:
+        cursor.execute(_CHUNK_ROWS_SQL, [json.dumps(wanted)])
+        by_chunk = {row[0]: row for row in cursor.fetchall()}
+    return [_stub_row(chunk, entry, value) if entry in have_rows else _recall_row(by_chunk[chunk], value)
+            for chunk, entry, value in ranked if entry in have_rows or chunk in by_chunk]
 
 
-def _best_per_entry(hits, limit: int) -> list[tuple[int, float]]:  # noqa: ANN001
-    """Chunk hits (chunk id, entry id, score; best first) to entry hits (chunk id, score): each memory once, by
-    its best passage."""
+def _stub_row(chunk: int, entry: int, score: float) -> tuple:
+    """A row of RECALL_COLUMNS holding only the entry id, the score and the chunk id: for a memory whose whole row
+    the caller already has (found by the other list), so it is not read twice."""
+    row: list[object] = [None] * len(RECALL_COLUMNS)
+    row[0], row[1], row[-2] = entry, score, chunk
+    return tuple(row)
+
+
+def _best_per_entry(hits, limit: int) -> list[tuple[int, int, float]]:  # noqa: ANN001
+    """Chunk hits (chunk id, entry id, score; best first) to entry hits (the same, each memory once, by its best
+    passage)."""
     seen: set[int] = set()
     ranked = []
     for chunk, entry, value in hits:
         if entry not in seen:
             seen.add(entry)
-            ranked.append((chunk, value))
+            ranked.append((chunk, entry, value))
             if len(ranked) == limit:
                 break
     return ranked
@@ -272,6 +285,8 @@ def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_sys
 
 
 def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001
-                   owners: Owners | None = None) -> list[tuple]:
-    """Rows of RECALL_COLUMNS, best bm25 first, from the trigram index: partial words and typos."""
-    return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit, owners)
+                   owners: Owners | None = None, have_rows: set[int] | frozenset[int] = frozenset()) -> list[tuple]:
+    """Rows of RECALL_COLUMNS, best bm25 first, from the trigram index: partial words and typos. Memories in
+    `have_rows` (entry ids) come as stubs: entry id, score and chunk id only."""
+    return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit, owners,
+                   have_rows)

@@ -430,15 +430,18 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         unicode_rows = fts.recall_unicode(cursor, expression=query.unicode_expression(common) or '""',
                                           root_keys=root_keys, include_system=include_system, limit=pool,
                                           owners=visible)
-        trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
-                                                      unfound=unfound)
-        trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
-                                          include_system=include_system, limit=pool,
-                                          owners=visible) if trigram_expression else []
-        trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
         unicode_list = with_session_context(
             cursor, rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern), pattern,
             context=settings.context, include_system=include_system, limit=pool)
+        trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
+                                                      unfound=unfound)
+        # The word index's memories are candidates with their rows already: the trigram list brings only its
+        # ranks and best passages' ids for those (the candidate keeps the word index's row, as before).
+        trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
+                                          include_system=include_system, limit=pool, owners=visible,
+                                          have_rows={row["entry_id"] for row in unicode_list}
+                                          ) if trigram_expression else []
+        trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
         semantic: list[SemanticHit] = []
         semantic_rows: dict[int, dict[str, Any]] = {}
         if weights.semantic > 0:

@@ -294,3 +294,22 @@ def test_a_word_held_only_in_another_form_goes_to_the_trigram_index_whole_and_a_
                 cursor, query, unfound, current_generation()), unfound=unfound)
             assert (f'"{text}"' in expression, '"ment"' in expression) == (True, bool(unfound))
     assert r.filenames(r.search(ws, "mentoin"))[0] == "project_release.md"
+
+
+def test_a_memory_both_lexical_lists_find_is_read_once_and_answers_from_the_word_index_row(ws):
+    # "reStructuredText" is rare, so it goes to the trigram query as a substring too: both lists find the memory.
+    # Its row is read for the word index only; the trigram list adds its rank, and the answer is whole.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    put_library(ws, {**LIBRARY, "project_writing.md": ("Writing", "Prose rules",
+                                                       "The documentation is written in reStructuredText.")})
+    with CaptureQueriesContext(connection) as queries:
+        result = r.search(ws, "restructuredtext")
+    found = hit(result, "project_writing.md")
+    assert found["why_recalled"]["unicode"] > 0 and found["why_recalled"]["trigram"] > 0
+    assert "reStructuredText" in found["snippet"] and found["memory"]["name"] == "Writing"
+    row_reads = [query["sql"] for query in queries.captured_queries
+                 if "FROM memory_chunks c CROSS JOIN memory_catalog_entries e" in query["sql"]
+                 and "e.updated_at" in query["sql"]]
+    assert len(row_reads) == 1
