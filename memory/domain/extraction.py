@@ -17,7 +17,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from .enums import AgentTier, MemoryType, Origin, Scope
 from .models import Candidate, Frontmatter, Provenance, ScopeRef
-from .names import memory_filename, slugify
+from .names import SESSION_ID_PATTERN, memory_filename, slugify
 from .scanner import scan
 
 # Blocks Compozy itself puts into a prompt. What they hold is already memory (or its summary); read back from a
@@ -223,7 +223,7 @@ def policy_violation(content: str) -> str | None:
 # The inbox and its dead letters
 
 # The session ledger's id pattern: letters, digits and ._:@- (a session id names a directory under _inbox/).
-SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+SESSION_ID = re.compile(SESSION_ID_PATTERN)
 FailureStage = Literal["provider", "validate", "stage", "parse", "resolve", "submit"]
 
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from .enums import AgentTier, MemoryType, Origin, RequestKind, Scope
 from .errors import AgentTierRequired, MemoryError_, ScopeInvalid, ValidationError
-from .names import validate_agent_name
+from .names import SESSION_ID_PATTERN, SESSION_ID_RULE, validate_agent_name
 
 # Read precedence: agent-workspace ▸ agent-global ▸ workspace ▸ global. A larger depth shadows a smaller one.
 SCOPE_DEPTH = {"global": 0, "workspace": 1, "agent:global": 2, "agent:workspace": 3}
@@ -216,6 +216,7 @@ def sha256_text(text: str) -> str:
 
 
 _SCOPE_FIELDS = {"scope", "agent_tier"}
+_PATTERN_RULES = {SESSION_ID_PATTERN: SESSION_ID_RULE}
 
 
 def translate_pydantic_error(exc: PydanticValidationError, *, where: str = "frontmatter") -> MemoryError_:
@@ -235,4 +236,12 @@ def translate_pydantic_error(exc: PydanticValidationError, *, where: str = "fron
     message = first.get("msg", "invalid value")
     if "agent" in message and "scope" in message:
         return ScopeInvalid(message.removeprefix("Value error, ") + ".", details=details)
-    return ValidationError(f"Invalid {where} {field or 'value'}: {message}.", details=details)
+    # "Invalid request type: ..." read as a kind of request, and a pattern's regex means nothing to a person: name
+    # the field and where it was, and say what a known pattern allows in words.
+    name = field or "value"
+    if first.get("type") == "missing":
+        return ValidationError(f"Missing {name} in the {where}.", details=details)
+    words = _PATTERN_RULES.get(str((first.get("ctx") or {}).get("pattern", "")))
+    if first.get("type") == "string_pattern_mismatch" and words:
+        message = f"it must be {words}"
+    return ValidationError(f"Invalid {name} in the {where}: {message}.", details=details)

@@ -22,6 +22,10 @@ _AD_HOC = re.compile(r"^ad_hoc_(\d{8}T\d{6}Z)_([a-z0-9_.-]+)\.md$")
 MAX_FILENAME_LENGTH = 200
 # Session ids are stored in 128-character columns and printed in logs and pages.
 MAX_SESSION_ID_LENGTH = 128
+# A session the ledger records (`session start`, a snapshot for a session, a hook's session): its id names a row,
+# a page of the inspector and a directory under _inbox/, so it is one path segment of safe characters.
+SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
+SESSION_ID_RULE = "1 to 128 letters, digits and . _ : @ -, starting with a letter or digit"
 
 
 def validate_session_id(value: str, *, field: str = "session_id") -> str:

@@ -28,6 +28,7 @@ from memory.domain.checkpoint import CHECKPOINT_FILENAME
 from memory.domain.enums import EventOp, Scope, SessionEventKind, SessionStatus, SessionType
 from memory.domain.errors import Conflict, NotFound
 from memory.domain.models import ScopeRef, parse_timestamp, sha256_text, utc_now
+from memory.domain.names import SESSION_ID_PATTERN
 from memory.models import Decision, Event, Session
 from memory.sessions import compaction, ledger, resume
 from memory.sessions import signals as session_signals
@@ -42,7 +43,6 @@ from .results import DecisionSummary, Page, Result, decision_summary, iso
 from .snapshots import SessionFields, SnapshotInput, SnapshotResult, snapshot_assemble
 from .timefilter import SINCE, parse_since
 
-SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 MAX_EVENT_BYTES = 1_048_576
 MAX_BATCH = 10_000
 DEFAULT_EVENTS_LIMIT = 500

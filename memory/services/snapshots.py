@@ -15,7 +15,7 @@ from memory.controller.best_effort import best_effort_write
 from memory.domain.enums import AgentTier, Scope
 from memory.domain.errors import NotFound, ValidationError
 from memory.domain.models import ScopeRef, canonical_json, needs_workspace, sha256_text, utc_now
-from memory.domain.names import validate_filename
+from memory.domain.names import SESSION_ID_PATTERN, validate_filename
 from memory.models import Injection, Session, Snapshot
 from memory.recall.pipeline import recall
 from memory.recall.query import parse_query
@@ -34,17 +34,19 @@ _memo: dict[tuple[str, str, int], tuple[int, str, str, list[dict[str, Any]]]] = 
 
 
 class SnapshotInput(Selector):
-    session_id: str | None = Field(default=None, max_length=128, description=(
+    # The ids `session start` accepts: a snapshot for a session records that session, and a row that the session
+    # verbs and the inspector's session page refuse to name could never be shown or stopped.
+    session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN, description=(
         "The session the snapshot is for: its first snapshot is recorded and every later call returns those same "
         "bytes."))
-    parent_session_id: str | None = Field(default=None, max_length=128, description=(
+    parent_session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN, description=(
         "For a sub-agent: the parent session, whose snapshot is returned unchanged."))
     query: str | None = Field(default=None, max_length=4000, description=(
         "The session's task or question: adds a block of the memories recalled for it."))
 
 
 class SnapshotLogInput(Selector):
-    session_id: str = Field(max_length=128, description="The session whose injected memories to list.")
+    session_id: str = Field(pattern=SESSION_ID_PATTERN, description="The session whose injected memories to list.")
 
 
 class SnapshotEntry(Result):

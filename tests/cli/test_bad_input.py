@@ -116,3 +116,25 @@ def test_a_bad_config_file_is_named_in_the_error(cli):
     assert result.json["code"] == "memory.validation"
     assert result.json["details"]["key"] == "memory.file.max_lines"
     assert result.json["details"]["file"] == str(cli.home / "config.toml")
+
+
+@pytest.mark.parametrize("args", [
+    ["memory", "snapshot", "--session", "has space"],
+    ["memory", "snapshot", "--session", "sub-1", "--parent-session", "parent one"],
+    ["session", "start", "--session", "has space"],
+], ids=["snapshot session", "snapshot parent", "session start"])
+def test_a_session_id_with_a_space_is_refused_in_words_by_every_verb_that_records_a_session(cli, args):
+    # A snapshot once recorded "has space" as a session, which `session show` and the inspector then refused.
+    result = cli(*args, "-o", "json")
+    assert result.code == 2, result.stdout + result.stderr
+    assert result.json["code"] == "memory.validation"
+    assert result.json["details"]["field"] in ("session_id", "parent_session_id")
+    assert "letters, digits" in result.json["message"] and "^[" not in result.json["message"]
+    listed = cli("session", "list", "-o", "json")
+    assert listed.code == 0 and listed.json["sessions"] == []
+
+
+def test_a_bad_choice_names_the_field_and_where_it_was_not_a_kind_of_request(cli):
+    result = cli(*WRITE, "--type", "opinion", "--content", "x y z")
+    assert result.json["message"].startswith("Invalid type in the request: "), result.json
+    assert "'project'" in result.json["message"]
