@@ -233,6 +233,11 @@ def human_reindex(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# (letter, why_recalled key, what it measures) for the WHY column of a search.
+_WHY_PARTS = (("w", "unicode", "word match"), ("t", "trigram", "substring match"), ("m", "semantic", "meaning"),
+              ("r", "recency", "recency"), ("s", "signal", "recalled before"))
+
+
 def human_search(document: dict[str, Any]) -> str:
     if document.get("skipped"):
         return "Query skipped: it has no meaningful word (only stopwords or one-letter words)."
@@ -245,9 +250,11 @@ def human_search(document: dict[str, Any]) -> str:
         shadow = hit["shadowed_by"]
         note = f"shadowed by {shadow['scope']}:{shadow['filename']}" if shadow else (hit["banner"] and "stale" or "")
         rows.append((f"{hit['score']:.3f}", memory["filename"], _scope_label(memory),
-                     f"u{why['unicode']:.2f} t{why['trigram']:.2f} r{why['recency']:.2f} s{why['signal']:.2f}",
-                     note, hit["snippet"]))
-    return table(rows, ["score", "filename", "scope", "why", "note", "snippet"], max_width=60)
+                     " ".join(f"{letter}{why[part]:.2f}" for letter, part, _ in _WHY_PARTS), note, hit["snippet"]))
+    # Every part of the score is shown (the semantic part once was not, so WHY did not add up to SCORE), and the
+    # letters are spelled out once below the table.
+    legend = "why: " + ", ".join(f"{letter} {words}" for letter, _, words in _WHY_PARTS) + "; they add up to the score"
+    return table(rows, ["score", "filename", "scope", "why", "note", "snippet"], max_width=60) + "\n" + legend
 
 
 def human_snapshot_log(document: dict[str, Any]) -> str:
@@ -393,10 +400,12 @@ def human_session_show(d: dict[str, Any]) -> str:
 def human_session_events(d: dict[str, Any]) -> str:
     if not d["events"]:
         return "No events."
-    rows = [(e["seq"], e["turn_id"], e["kind"], "archived" if e["archived"] else "", e["content"])
+    # The column is named: an unnamed one printed "-" beside every row that is not archived, which read as a value
+    # of KIND or CONTENT.
+    rows = [(e["seq"], e["turn_id"], e["kind"], "yes" if e["archived"] else "no", e["content"])
             for e in d["events"]]
     footer = f"\nmore: --after-seq {d['next_after_seq']}" if d["has_more"] else ""
-    return table(rows, ["seq", "turn", "kind", "", "content"], max_width=70) + footer
+    return table(rows, ["seq", "turn", "kind", "archived", "content"], max_width=70) + footer
 
 
 def human_session_history(d: dict[str, Any]) -> str:

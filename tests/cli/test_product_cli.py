@@ -189,3 +189,36 @@ def test_the_scripts_are_run_from_anywhere(cli, tmp_path):
     elsewhere = Path(tmp_path) / "elsewhere"
     elsewhere.mkdir()
     assert cli("memory", "list", "-o", "json", cwd=elsewhere).code == 0
+
+
+def test_the_session_commands_description_names_every_session_verb(cli):
+    from memory.verbs import verbs_of
+
+    verbs = {verb.command[1] for verb in verbs_of("session")}
+    assert "history" in verbs
+    described = cli("session", "--help").stdout.split("verbs:")[0]
+    assert all(re.search(rf"\b{verb}\b", described) for verb in verbs), (verbs, described)
+
+
+def test_a_human_search_shows_every_part_of_the_score_and_says_what_each_letter_means(cli):
+    written = cli("memory", "write", "--type", "project", "--name", "Runtime Docs", "--description",
+                  "Where the runtime docs sit", "--content", "The runtime docs sit in docs/runtime.")
+    assert written.code == 0, written.stderr
+    result = cli("memory", "search", "where do the runtime docs sit")
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    row = next(line for line in lines if "project_runtime_docs.md" in line)
+    parts = dict((m[0], float(m[1])) for m in re.findall(r"\b([wtmrs])(\d\.\d\d)\b", row))
+    assert set(parts) == {"w", "t", "m", "r", "s"}, row
+    assert abs(sum(parts.values()) - float(row.split()[0])) <= 0.03, row
+    legend = lines[-1]
+    assert legend.startswith("why: ") and "m meaning" in legend and "w word match" in legend
+
+
+def test_human_session_events_name_the_archived_column(cli):
+    started = cli("session", "start", "--session", "ev-1", "-o", "json")
+    assert started.code == 0, started.stderr
+    cli("session", "append", "ev-1", "--kind", "user_message", "--content", "Migrate the worker", "--turn-id", "t1")
+    table = cli("session", "events", "ev-1").stdout.splitlines()
+    assert table[0].split() == ["SEQ", "TURN", "KIND", "ARCHIVED", "CONTENT"], table
+    assert table[1].split()[:4] == ["1", "t1", "user_message", "no"], table

@@ -7,6 +7,6 @@ from memory.cli.command import VerbCommand
 
 
 class Command(VerbCommand):
-    help = ("The session ledger: start, append, usage, stop, show, events, list, resume. Sessions carry what "
+    help = ("The session ledger: start, append, usage, stop, show, events, history, list, resume. Sessions carry what "
             "happened to the next session through the workspace checkpoint.")
     noun = "session"
