@@ -458,3 +458,19 @@ def test_the_extractor_page_replays_all_the_failures_of_one_session_from_its_but
     assert (server.cli.home / "memory" / "user_browser_pager.md").is_file()
     page.get_by_role("link", name="Back to the extractor").click()
     expect(page.get_by_role("button", name="Replay all 1 failure of session browser-r")).to_be_visible()
+
+
+def test_a_long_id_in_a_decisions_reason_wraps_inside_its_card_at_390px(pages: Pages, signed_in_state: dict,
+                                                                         server: Server):
+    server.write("Card Overflow Probe", "A memory whose deletion is reverted", "Reverted deletions name ids.")
+    deleted = server.cli("memory", "delete", "project_card_overflow_probe.md", "-o", "json")
+    assert deleted.code == 0, deleted.stderr
+    reverted = server.cli("memory", "decisions", "revert", deleted.json["decision"]["id"], "-o", "json")
+    assert reverted.code == 0, reverted.stderr
+    page = pages.open(storage_state=signed_in_state, viewport={"width": 390, "height": 900})
+    page.goto("/inspector/decisions/")
+    expect(page.get_by_text(f"revert of {deleted.json['decision']['id']}")).to_be_attached()
+    # The page itself does not scroll sideways even when a cell's text runs out of its card, so each cell is measured.
+    overflowing = page.evaluate("""() => [...document.querySelectorAll('table.cards td')]
+        .filter(td => td.scrollWidth > td.clientWidth + 1).map(td => td.textContent.trim())""")
+    assert overflowing == []
