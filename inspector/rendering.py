@@ -95,6 +95,9 @@ def activity_chart(activity: dict[str, Any], zone: tzinfo = UTC) -> dict[str, An
 
 SCORE_BAR_WIDTH = 300
 SCORE_PARTS = ("unicode", "trigram", "semantic", "recency", "signal")
+# What a person reads for each part: "unicode" is the word index's internal name, which meant nothing on the page.
+SCORE_LABELS = {"unicode": "words", "trigram": "substrings", "semantic": "meaning", "recency": "recency",
+                "signal": "recalled before"}
 
 
 def score_bars(hits: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -107,7 +110,8 @@ def score_bars(hits: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         for part in SCORE_PARTS:
             value = max(hit["why_recalled"][part], 0.0)
             width = SCORE_BAR_WIDTH * value / widest
-            segments.append({"part": part, "x": round(x, 2), "width": round(width, 2), "value": round(value, 4)})
+            segments.append({"part": part, "label": SCORE_LABELS[part], "x": round(x, 2), "width": round(width, 2),
+                             "value": round(value, 4)})
             x += width
         bars[str(index)] = segments
     return bars

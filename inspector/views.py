@@ -359,7 +359,7 @@ def recall_playground(request: HttpRequest) -> HttpResponse:
             else:
                 rows.append(entry)
         return {"result": result.to_json(), "rows": rows, "bar_width": rendering.SCORE_BAR_WIDTH,
-                "parts": rendering.SCORE_PARTS, "prompt_text": recall.recall_prompt_text(result.recall)}
+                "parts": rendering.SCORE_LABELS.items(), "prompt_text": recall.recall_prompt_text(result.recall)}
 
     return _render_attempt(request, "inspector/recall.html", context, ranked)
 
