@@ -84,6 +84,12 @@ def emit_error(error: dict[str, Any], output: str, flags: dict[str, str] | None 
 # ----- human views ----------------------------------------------------------------------------------------------
 
 
+def when(value: str | None, missing: str = "-") -> str:
+    """A stored RFC 3339 instant as the tables print it, to the second and marked UTC: single-item views printed
+    the raw value with microseconds ("2026-12-01T03:49:12.989115Z") beside tables that print "2026-12-01 03:49:12"."""
+    return f"{value[:19].replace('T', ' ')} UTC" if value else missing
+
+
 def _scope_label(item: dict[str, Any]) -> str:
     """`agent:<name>:<tier>` with only the parts that are known (never `agent:None:None`)."""
     if item.get("scope") == "agent":
@@ -138,7 +144,7 @@ def human_show(document: dict[str, Any]) -> str:
         "",
         f"file:     {memory['path']}",
         f"type:     {summary['type']}    scope: {_scope_label(summary)}",
-        f"updated:  {summary['updated_at']}    created: {summary['created_at']}",
+        f"updated:  {when(summary['updated_at'])}    created: {when(summary['created_at'])}",
         "",
     ]
     return "\n".join(header) + "\n" + memory["content"]
@@ -165,7 +171,7 @@ def human_decision(document: dict[str, Any]) -> str:
         f"file:     {d['target_filename']}  [{_scope_label(d)}]",
         f"origin:   {d['origin']}" + (f"  session {d['session_id']}" if d.get("session_id") else ""),
         f"reason:   {d['reason']}",
-        f"decided:  {d['decided_at']}    applied: {d['applied_at'] or 'NOT APPLIED'}",
+        f"decided:  {when(d['decided_at'])}    applied: {when(d['applied_at'], 'NOT APPLIED')}",
     ]
     if d.get("reverts"):
         lines.append(f"reverts:  {d['reverts']}")
@@ -201,8 +207,8 @@ def human_health(document: dict[str, Any]) -> str:
         f"modified files:       {document['modified_files']}",
         f"orphaned rows:        {document['orphaned_files']}",
         f"unapplied decisions:  {document['unapplied_decisions']}",
-        f"last reindex:         {document['last_reindex'] or 'never'}",
-        f"operations:           {document['operation_count']} (last {document['last_operation_at'] or 'never'})",
+        f"last reindex:         {when(document['last_reindex'], 'never')}",
+        f"operations:           {document['operation_count']} (last {when(document['last_operation_at'], 'never')})",
         f"generation:           {document['generation']}",
     ]
     by_scope = ["{}: {}".format(scope, ", ".join(f"{kind} {count}" for kind, count in sorted(counts.items())))
@@ -301,8 +307,8 @@ def human_dream_status(document: dict[str, Any]) -> str:
     lines = [
         f"workspace {document['workspace_id']}: dreaming {'enabled' if document['enabled'] else 'DISABLED'}, "
         f"{'ready to run' if document['ready'] else 'waiting'}",
-        f"last successful run: {document['last_success_at'] or 'never'}; the schedule checks every "
-        f"{schedule['every_minutes']} min (next {schedule['next_check_at'] or 'when the cluster starts'})",
+        f"last successful run: {when(document['last_success_at'], 'never')}; the schedule checks every "
+        f"{schedule['every_minutes']} min (next {when(schedule['next_check_at'], 'when the cluster starts')})",
         "",
         _gate_rows(document["gates"]),
     ]
@@ -324,7 +330,7 @@ def human_dream_list(document: dict[str, Any]) -> str:
 
 def human_dream_show(document: dict[str, Any]) -> str:
     run = document["dream"]
-    lines = [_dream_line(run), f"started {run['started_at']}, finished {run['finished_at'] or '-'}; timings "
+    lines = [_dream_line(run), f"started {when(run['started_at'])}, finished {when(run['finished_at'])}; timings "
              + ", ".join(f"{k} {v:g}" for k, v in run["timings"].items()), "", _gate_rows(run["gates"]), ""]
     rows = [(f"{c['score']:.3f}", c["filename"], c["recall_count"], f"{c['parts']['relevance']:.2f}", c["name"])
             for c in run["candidates"]]
@@ -377,7 +383,7 @@ def _session_lines(s: dict[str, Any]) -> list[str]:
         f"session   {s['session_id']}  [{s['type']}, {s['status']}]"
         + (f"  sub-agent of {s['parent_session_id']}" if s["parent_session_id"] else ""),
         f"agent     {s['agent_name'] or '-'}    workspace {s['workspace_id'] or '-'}",
-        f"started   {s['started_at']}    stopped {s['stopped_at'] or '-'}",
+        f"started   {when(s['started_at'])}    stopped {when(s['stopped_at'])}",
         f"events    {s['events']} ({s['archived']} archived)    usage {s['last_usage'] or '-'} of "
         f"{s['context_window'] or '-'}" + (f" ({s['pressure']:.1%})" if s["pressure"] is not None else ""),
         f"snapshot  {s['snapshot_sha256']}",
@@ -387,11 +393,11 @@ def _session_lines(s: dict[str, Any]) -> list[str]:
 def human_session_show(d: dict[str, Any]) -> str:
     lines = _session_lines(d["session"])
     lines += ["", "compaction coverage:"]
-    lines.append(table([(c["from_seq"], c["to_seq"], c["decision_id"], c["updated_at"])
+    lines.append(table([(c["from_seq"], c["to_seq"], c["decision_id"], when(c["updated_at"]))
                         for c in d["coverage"]], ["from", "to", "decision", "updated"])
                  if d["coverage"] else "  none")
     lines += ["", "checkpoint decisions:"]
-    lines.append(table([(x["id"], x["op"], x["decided_at"], "yes" if x["applied_at"] else "NO")
+    lines.append(table([(x["id"], x["op"], when(x["decided_at"]), "yes" if x["applied_at"] else "NO")
                         for x in d["checkpoint_decisions"]], ["id", "op", "decided", "applied"])
                  if d["checkpoint_decisions"] else "  none")
     return "\n".join(lines)

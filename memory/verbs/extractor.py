@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.cli.render import table
+from memory.cli.render import table, when
 from memory.domain.errors import ControllerTimeout, NotFound
 from memory.services import extractor
 
@@ -24,7 +24,7 @@ def human_status(document: dict[str, Any]) -> str:
         f"{counts['dropped']} dropped, {counts['coalesced']} coalesced",
         f"candidates:     {counts['candidates']}",
         f"failures:       {counts['failures']} (compozy memory extractor list-failures)",
-        "last run:       " + (f"{last['outcome']} {last['session_id']} at {last['at']}"
+        "last run:       " + (f"{last['outcome']} {last['session_id']} at {when(last['at'])}"
                               + (f" ({last['error']})" if last["error"] else "") if last else "never"),
     ]
     return "\n".join(lines)
@@ -32,7 +32,7 @@ def human_status(document: dict[str, Any]) -> str:
 
 def human_failures(document: dict[str, Any]) -> str:
     rows = [(f["id"], f["stage"], f["source"]["session_id"], f"{f['source']['from_seq']}-{f['source']['until_seq']}",
-             f["error"], f["recorded_at"]) for f in document["failures"]]
+             f["error"], when(f["recorded_at"])) for f in document["failures"]]
     if not rows:
         return "No extractor failures."
     return (table(rows, ["id", "stage", "session", "seqs", "error", "recorded"])

@@ -222,3 +222,17 @@ def test_human_session_events_name_the_archived_column(cli):
     table = cli("session", "events", "ev-1").stdout.splitlines()
     assert table[0].split() == ["SEQ", "TURN", "KIND", "ARCHIVED", "CONTENT"], table
     assert table[1].split()[:4] == ["1", "t1", "user_message", "no"], table
+
+
+def test_single_item_views_print_times_to_the_second_in_utc_like_the_tables(cli):
+    written = cli("memory", "write", "--type", "project", "--name", "Timed", "--description", "Times in views",
+                  "--content", "A view prints its times as the tables do.", "-o", "json")
+    assert written.code == 0, written.stderr
+    cli("session", "start", "--session", "timed-1")
+    views = [cli("memory", "show", "project_timed.md").stdout,
+             cli("memory", "decisions", "show", written.json["decision"]["id"]).stdout,
+             cli("session", "show", "timed-1").stdout, cli("memory", "health").stdout]
+    for view in views:
+        assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", view), view
+        assert not re.search(r"\d\d:\d\d:\d\d\.\d+Z", view), view  # no raw stored value with microseconds
+    assert re.search(r"^updated:  \S+ \S+ UTC    created: \S+ \S+ UTC$", views[0], re.MULTILINE), views[0]
