@@ -340,7 +340,13 @@ def _get(session_id: str, resolved: Resolved) -> Session:
     session = (Session.objects.select_related("snapshot")
                .filter(session_id=session_id, workspace_id=resolved.workspace_id).first())
     if session is None:
-        raise NotFound(f"No session {session_id} here.", details={"session_id": session_id})
+        # "here" alone did not say where a session was looked for (the inspector's page without ?workspace, or a
+        # CLI run from another checkout): name the workspace, or say that none was found.
+        named = (f"{resolved.workspace_dir.name} ({resolved.workspace_id})" if resolved.workspace_dir
+                 else resolved.workspace_id)
+        where = f"in workspace {named}" if resolved.workspace_id else "here: no workspace was given or found"
+        raise NotFound(f"No session {session_id} {where}.",
+                       details={"session_id": session_id, "workspace_id": resolved.workspace_id or None})
     return session
 
 

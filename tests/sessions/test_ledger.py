@@ -88,8 +88,12 @@ def test_a_session_of_another_workspace_does_not_exist_here(home, workspace_dir,
     other.mkdir()
     (other / ".git").mkdir()
     s.start(other, "theirs-1")
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound) as missing:
         s.events(workspace_dir, "theirs-1")
+    # The message says where the session was looked for ("here" alone did not).
+    mine = s.start(workspace_dir, "mine-1")["session"]["workspace_id"]
+    assert missing.value.message == f"No session theirs-1 in workspace {workspace_dir.name} ({mine})."
+    assert missing.value.details == {"session_id": "theirs-1", "workspace_id": mine}
     with pytest.raises(NotFound):
         s.append(workspace_dir, "theirs-1", [{"kind": "user_message"}])
     assert [x["session_id"] for x in s.listing(workspace_dir)["sessions"]] == ["mine-1"]
