@@ -324,7 +324,8 @@ def human_dream_list(document: dict[str, Any]) -> str:
              r["promoted"], r["decision_op"] or "-", (r["started_at"] or "")[:19].replace("T", " "))
             for r in document["dreams"]]
     if not rows:
-        return "No dreaming runs."
+        # An empty list said nothing about why; status says which gate waits for what.
+        return "No dreaming runs yet. `compozy memory dream status` shows what each gate is waiting for."
     return table(rows, ["run", "status", "trigger", "candidates", "promoted", "decision", "started"])
 
 

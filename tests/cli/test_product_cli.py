@@ -236,3 +236,10 @@ def test_single_item_views_print_times_to_the_second_in_utc_like_the_tables(cli)
         assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", view), view
         assert not re.search(r"\d\d:\d\d:\d\d\.\d+Z", view), view  # no raw stored value with microseconds
     assert re.search(r"^updated:  \S+ \S+ UTC    created: \S+ \S+ UTC$", views[0], re.MULTILINE), views[0]
+
+
+def test_an_empty_dream_list_says_where_to_see_what_dreaming_waits_for(cli):
+    cli("memory", "write", "--type", "project", "--name", "Dreamless", "--description", "d", "--content", "A body.")
+    listed = cli("memory", "dream", "list")
+    assert listed.code == 0, listed.stderr
+    assert "No dreaming runs yet" in listed.stdout and "compozy memory dream status" in listed.stdout
