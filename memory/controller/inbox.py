@@ -132,15 +132,15 @@ def finish(item: InboxFile) -> None:
     files.remove_file(item.path, durable=False)
 
 
-def remove_stale_temps(root: Path, *, force: bool = False) -> int:
+def remove_stale_temps(root: Path) -> int:
     """Remove temp files older than STALE_TEMP_SECONDS and session directories idle that long.
 
-    Every drain calls it, but it walks the whole inbox at most once per SWEEP_INTERVAL_SECONDS in a process
-    (unless `force`): what it removes is an hour old, so sweeping every few seconds only costs a stat per entry on
-    each drain, which a fast session pays once per turn."""
+    Every drain calls it, but it walks the whole inbox at most once per SWEEP_INTERVAL_SECONDS in a process:
+    what it removes is an hour old, and a walk on every drain cost a stat per entry once per turn of a fast
+    session."""
     global _last_sweep
     now = time.monotonic()
-    if not force and _last_sweep is not None and now - _last_sweep < SWEEP_INTERVAL_SECONDS:
+    if _last_sweep is not None and now - _last_sweep < SWEEP_INTERVAL_SECONDS:
         return 0
     _last_sweep = now
     removed = 0

@@ -669,10 +669,15 @@ def _reextract(root: Any, name: str, record: FailureRecord, config: Config) -> C
     return prepare
 
 
+def _requests_pending(pending: int) -> int:
+    """Requests folded into a session's run, as shown: `pending` one past the limit only marks a drop recorded."""
+    return min(pending, get_config().memory.extractor.coalesce_max)
+
+
 def _session_view(state: ExtractorSession) -> ExtractorSessionView:
     return ExtractorSessionView(session_id=state.session_id, workspace_id=state.workspace_id or None,
                                 status=state.status, last_seq=state.last_seq,
-                                pending=min(state.pending, get_config().memory.extractor.coalesce_max), runs=state.runs,
+                                pending=_requests_pending(state.pending), runs=state.runs,
                                 candidates=state.candidates, last_outcome=state.last_outcome or None,
                                 last_error=state.last_error or None, last_run_at=iso(state.last_run_at))
 
@@ -721,8 +726,8 @@ def extractor_status(*, data: ExtractorStatusInput, caller: Caller) -> Extractor
         queue=QueueView(inbox_files=sum(not f.claimed for f in files), claimed_files=sum(f.claimed for f in files),
                         sessions_queued=states.filter(status="queued").count(),
                         sessions_running=states.filter(status="running").count(),
-                        pending_requests=sum(min(pending, config.memory.extractor.coalesce_max)  # one past: a drop
-                                                     for pending in states.values_list("pending", flat=True))),
+                        pending_requests=sum(_requests_pending(pending)
+                                             for pending in states.values_list("pending", flat=True))),
         last_run=LastRunView(session_id=last.session_id, outcome=last.last_outcome, at=iso(last.last_run_at),
                              error=last.last_error or None) if last else None,
         counts=ExtractorCounts(**counts, candidates=candidates, failures=len(inbox.failure_names(root))),
