@@ -37,6 +37,21 @@ DEFAULT_SCOPE = {
     MemoryType.PROJECT: Scope.WORKSPACE,
     MemoryType.REFERENCE: Scope.WORKSPACE,
 }
+# A preference or instruction said of this codebase ("from now on, use pnpm in this repo") holds here, not in
+# every project: it takes the workspace scope, whatever its type's default.
+_THIS_CODEBASE = re.compile(
+    r"\b(this|our|the current) (repo|repository|project|codebase|code base|monorepo|workspace|checkout)\b"
+    r"|\bin here\b",
+    re.IGNORECASE,
+)
+
+
+def extracted_scope(memory_type: MemoryType, content: str) -> Scope:
+    """The scope a rule-extracted memory goes to: its type's default, or the workspace when it says it is about
+    this codebase."""
+    if DEFAULT_SCOPE[memory_type] is Scope.GLOBAL and _THIS_CODEBASE.search(content):
+        return Scope.WORKSPACE
+    return DEFAULT_SCOPE[memory_type]
 
 
 def strip_injected(text: str) -> str:

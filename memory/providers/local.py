@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from memory.domain import checkpoint
-from memory.domain.extraction import DEFAULT_SCOPE, ExtractedMemory, Turn
+from memory.domain.extraction import ExtractedMemory, Turn, extracted_scope
 from memory.domain.text import overlap_words
 
 from .base import ProviderError
@@ -62,7 +62,7 @@ class LocalProvider:
         turns = [Turn(**turn) for turn in payload["turns"]]
         context = [Turn(**turn) for turn in payload.get("context", [])]
         lines = [
-            ExtractedMemory(type=p.type, scope=DEFAULT_SCOPE[p.type], agent_tier=None, content=p.content,
+            ExtractedMemory(type=p.type, scope=extracted_scope(p.type, p.content), agent_tier=None, content=p.content,
                             evidence=list(p.evidence), entity=p.entity, attribute=p.attribute).line()
             for p in extract(turns, context=context)
         ]

@@ -188,6 +188,15 @@ def test_the_local_provider_answers_lines_the_strict_parser_accepts():
         (MemoryType.USER, "global", [4]), (MemoryType.PROJECT, "workspace", [4])]
 
 
+def test_a_preference_said_of_this_codebase_stays_in_the_workspace():
+    answer = LocalProvider().complete(task="extract", payload={"turns": [
+        {"seq": 2, "role": "user", "text": "From now on, use pnpm for package management in this repo."},
+        {"seq": 4, "role": "user", "text": "From now on, always answer in British English."}]}, timeout_ms=1000)
+    parsed = parse_output(answer, input_seqs={2, 4})
+    assert [(m.type, m.scope.value, m.evidence) for m in parsed.memories] == [
+        (MemoryType.FEEDBACK, "workspace", [2]), (MemoryType.FEEDBACK, "global", [4])]
+
+
 def test_a_staged_line_becomes_an_extractor_candidate_named_after_its_slot():
     memory = ExtractedMemory.model_validate({**GOOD, "type": "project", "scope": "workspace", "entity": "project",
                                              "attribute": "staging database"})
