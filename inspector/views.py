@@ -560,6 +560,12 @@ def session_list(request: HttpRequest) -> HttpResponse:
 @page
 def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     selectors = _fields(request.GET, "workspace")
+    if not selectors.get("workspace"):
+        # An address typed or pasted without its workspace (`/inspector/sessions/s-1`): a session id names one
+        # session on this machine, so open it in the workspace it ran in, as a decision opens by its id alone.
+        ran_in = sessions.session_workspace(session_id=session_id)
+        if ran_in:
+            return HttpResponseRedirect(f"{request.path}?{urlencode({**request.GET.dict(), 'workspace': ran_in})}")
     paging = _fields(request.GET, "after_seq", "limit")
     shown = sessions.session_show(data=sessions.SessionIdInput.parse({**selectors, "session_id": session_id}),
                                   caller=CALLER).to_json()

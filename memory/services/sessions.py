@@ -578,6 +578,13 @@ def session_events(*, data: SessionEventsInput, caller: Caller) -> SessionEventL
                             has_more=has_more, next_after_seq=rows[-1].seq if has_more else None)
 
 
+def session_workspace(*, session_id: str) -> str | None:
+    """The workspace a session ran in, by its id alone (ids are unique on this machine), or None. For the
+    operator's inspector, where a session's address may come without its workspace; the verbs still look a
+    session up only in the caller's workspace."""
+    return Session.objects.filter(session_id=session_id).values_list("workspace_id", flat=True).first()
+
+
 def session_history(*, data: SessionHistoryInput, caller: Caller) -> SessionHistory:
     """What happened to a session, oldest first: the operations recorded for it (start and stop, snapshot and
     recalls, the memories it wrote, checkpoint updates, compaction, extraction runs), beside how many ledger rows

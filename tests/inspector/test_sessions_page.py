@@ -65,6 +65,14 @@ def test_a_session_page_tells_what_happened_to_the_session_oldest_first(compacte
     assert "project_checkpoint_summary.md" in history  # the write compaction made, linked to its decision
 
 
+def test_a_session_address_without_its_workspace_opens_in_the_workspace_it_ran_in(compacted):
+    client = signed_in_client()
+    response = client.get("/inspector/sessions/insp-1")
+    assert response.status_code == 302 and response["Location"] == f"/inspector/sessions/insp-1?workspace={compacted}"
+    assert "zzarchived" in page_text(client.get(response["Location"]))
+    assert client.get("/inspector/sessions/no-such-session").status_code == 404
+
+
 def test_a_session_of_another_workspace_is_not_found_on_the_page(compacted, tmp_path):
     other = tmp_path / "other"
     (other / ".git").mkdir(parents=True)
