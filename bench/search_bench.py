@@ -24,9 +24,12 @@ Three variants run interleaved query by query, the order rotating each round so 
                  sqlite3 connection: the probes of a question whose terms the pipeline has not counted yet (one
                  statement of term counts and whole-word probes, one of its unfound terms' 4-gram counts; the
                  product keeps both per memory generation, so a repeated term costs it nothing), then the
-                 word-index and trigram ranking queries. Their SQL text and parameters are produced by
-                 `memory.catalog.fts` itself (captured from a recording cursor; Django's %s placeholders turned
-                 into ?). Statements are prepared before the clock starts; the floor times execute + fetch only.
+                 word-index ranking (the two or three statements of its parts when the question holds frequent
+                 terms, `memory.catalog.fts.RankSplit`) and the trigram ranking. Their SQL text and parameters are
+                 produced by `memory.catalog.fts` itself (captured from a recording cursor that also runs them,
+                 since a split ranking's later statements depend on what the first return; Django's %s
+                 placeholders turned into ?). Statements are prepared before the clock starts; the floor times
+                 execute + fetch only.
 Each is timed in wall time (`product`, `floor`) and in the searching thread's CPU time (`product_cpu`,
 `floor_cpu`), which on a shared machine leaves out the waits for a core.
 
@@ -195,7 +198,7 @@ class Floor:
         if query.trivial:
             return {"probes": [], "lists": [], "unknown": [], "terms": len(query.terms), "trivial": True}
         from memory.catalog.indexer import current_generation
-        from memory.recall.pipeline import classify_terms, common_grams, forget_statistics
+        from memory.recall.pipeline import classify_terms, common_grams, forget_statistics, word_ranking
 
         probes = _LiveRecorder(self.connection)
         # The probes of a question none of whose terms the pipeline has counted yet (it keeps the counts per memory
@@ -204,20 +207,25 @@ class Floor:
         generation = current_generation()
         common, rare, unseen, unfound = classify_terms(probes, query, generation)
         grams = common_grams(probes, query, unfound, generation)
+        unicode_expression, split = word_ranking(probes, query, common, generation)
         forget_statistics()  # the product starts from what it counts itself, not from the floor's planning
         # The document count is cached by the pipeline per memory generation, not issued per query.
         probes.statements = [(sql, params) for sql, params in probes.statements if "FROM memory_chunks" not in sql]
         unknown = unfound
-        lists = _Recorder()
-        unicode_expression = query.unicode_expression(common) or '""'
+        # Run live: which ranked statements a split ranking issues depends on what the first ones return. Only the
+        # ranked FTS5 statements are kept (reading the rows of the hits is the product's, not the floor's).
+        lists = _LiveRecorder(self.connection)
         fts.recall_unicode(lists, expression=unicode_expression, root_keys=self.root_keys, include_system=False,
-                           limit=self.pool)
+                           limit=self.pool, split=split)
+        unicode_statements = len([sql for sql, _params in lists.statements if "MATCH" in sql])
         trigram_expression = query.trigram_expression(rare, unseen, grams, unfound=unfound)
         if trigram_expression:
             fts.recall_trigram(lists, expression=trigram_expression, root_keys=self.root_keys,
                                include_system=False, limit=self.pool)
-        return {"probes": probes.statements, "lists": lists.statements, "unknown": sorted(unknown),
-                "terms": len(query.terms), "trivial": False, "unicode_expression": unicode_expression}
+        return {"probes": probes.statements, "lists": [(sql, params) for sql, params in lists.statements
+                                                       if "MATCH" in sql],
+                "unicode_statements": unicode_statements, "unknown": sorted(unknown), "terms": len(query.terms),
+                "trivial": False, "unicode_expression": unicode_expression, "split": split}
 
     def run(self, plan: dict[str, object]) -> tuple[float, float]:
         """(wall seconds, this thread's CPU seconds)."""
@@ -229,8 +237,12 @@ class Floor:
             execute(sql, params).fetchall()
         return time.perf_counter() - started, time.thread_time() - cpu_started
 
-    def rows(self, plan: dict[str, object]) -> list[list[tuple]]:
-        return [self.connection.execute(sql, params).fetchall() for sql, params in plan["lists"]]
+    def unicode_hits(self, plan: dict[str, object]) -> list[tuple]:
+        """The word-index hits of the plan's ranked statements, merged in ranked order (one statement, or the
+        parts of a split ranking, which score disjoint passages)."""
+        hits = [row for sql, params in plan["lists"][: plan["unicode_statements"]]
+                for row in self.connection.execute(sql, params).fetchall()]
+        return sorted(hits, key=lambda hit: (hit[1], hit[0]))
 
     def close(self) -> None:
         self.connection.close()
@@ -258,14 +270,14 @@ def worker(env: common.Env, size: int, seed: int, count: int, warmup: int, profi
 
     # The floor must run exactly what the product runs: compare its rows with the module's own call through
     # Django's connection, for a few queries.
-    # The floor's first statement is the ranked word-index query (over-fetched); the product keeps the first `pool`
-    # of its hits that are visible (all of them, in this one-root database).
+    # The floor's first statements are the ranked word-index query (over-fetched; in parts when split); the product
+    # keeps the first `pool` of its hits that are visible (all of them, in this one-root database).
     same_rows = True
     for plan in [plan for plan in plans if not plan["trivial"]][:10]:
         with connection.cursor() as cursor:
             product_rows = fts.recall_unicode(cursor, expression=plan["unicode_expression"], root_keys=root_keys,
-                                              include_system=False, limit=pool)
-        floor_rows = floor.rows(plan)[0][: len(product_rows)] if plan["lists"] else []
+                                              include_system=False, limit=pool, split=plan["split"])
+        floor_rows = floor.unicode_hits(plan)[: len(product_rows)]
         same_rows &= [round(row[1], 9) for row in product_rows] == [round(row[1], 9) for row in floor_rows]
 
     def noop(outcome, now) -> None:  # noqa: ANN001

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -146,18 +148,54 @@ _VISIBLE_SQL = ("SELECT c.id, c.entry_id FROM memory_chunks c CROSS JOIN memory_
                 "WHERE c.id IN (SELECT value FROM json_each(%s)) AND e.root_key IN ({roots}){system}")
 
 
+# FTS5's bm25 constants (fixed in its source): a phrase adds idf·f·(k1+1)/(f + k1·(1 - b + b·D/avgdl)) to a
+# passage's score, f being its weighted count there, so never more than idf·(k1+1) however often it occurs.
+BM25_K1 = 1.2
+
+
+def bm25_idf(documents: int, matching: int) -> float:
+    """FTS5's idf of a phrase matching `matching` of `documents` rows (clamped above zero, as FTS5 does)."""
+    return max(1e-6, math.log((documents - matching + 0.5) / (matching + 0.5)))
+
+
+@dataclass(frozen=True)
+class RankSplit:
+    """The ranked query's expression in two parts, `rare` OR `frequent` (in that order, which is the order of the
+    full expression), with `bound`: more than any passage can score from the `frequent` phrases alone.
+
+    bm25 is a sum over the expression's phrases, each phrase's part depending only on that phrase and the passage.
+    So the passages matching `rare` are ranked exactly by two statements that score only them, `(rare) NOT
+    (frequent)` and `(rare) AND (frequent)` (the same phrases in the same order: the same sums, bit for bit), and
+    a passage matching only `frequent` terms scores at most `bound`. When the `limit`-th memory found that way
+    already scores more than `bound`, no such passage can enter the list, and the frequent terms' thousands of
+    matches are never scored; otherwise a third statement ranks those passages too."""
+
+    rare: str
+    frequent: str
+    bound: float
+
+    @property
+    def expression(self) -> str:
+        return f"{self.rare} OR {self.frequent}"
+
+
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
             include_system: bool, limit: int, owners: Owners | None = None,
-            have_rows: set[int] | frozenset[int] = frozenset()) -> list[tuple]:
+            have_rows: set[int] | frozenset[int] = frozenset(), split: RankSplit | None = None) -> list[tuple]:
     score = f"bm25({table}, {', '.join(str(w) for w in weights)})"
     roots = ", ".join("%s" for _ in root_keys)
     system = "" if include_system else " AND e.is_system = 0"
     fetch = limit * OVERFETCH
-    cursor.execute(f"SELECT rowid, {score} AS score FROM {table} WHERE {table} MATCH %s ORDER BY score LIMIT %s",
-                   [expression, fetch])
-    hits = cursor.fetchall()
-    ranked: list[tuple[int, int, float]] = []
-    if hits:
+    # rowid breaks ties, so the parts of a split ranking merge into exactly the order of the whole.
+    ranked_sql = f"SELECT rowid, {score} AS score FROM {table} WHERE {table} MATCH %s ORDER BY score, rowid LIMIT %s"
+
+    def rank(match: str) -> list[tuple[int, float]]:
+        cursor.execute(ranked_sql, [match, fetch])
+        return cursor.fetchall()
+
+    def best(hits: list[tuple[int, float]]) -> list[tuple[int, int, float]]:
+        if not hits:
+            return []
         # Which hits are visible, and whose: two integers a hit, from the process's map of chunk owners when
         # given, else from the database. Whole rows (text, timestamps) are read only for the best passage of each
         # of the first `limit` memories, not for every over-fetched hit.
@@ -167,14 +205,25 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
             cursor.execute(_VISIBLE_SQL.format(roots=roots, system=system),
                            [json.dumps([rowid for rowid, _score in hits]), *root_keys])
             entry_of = dict(cursor.fetchall())
-        ranked = _best_per_entry(((rowid, entry_of[rowid], value) for rowid, value in hits if rowid in entry_of),
-                                 limit)
+        return _best_per_entry(((rowid, entry_of[rowid], value) for rowid, value in hits if rowid in entry_of), limit)
+
+    if split is None:
+        hits = rank(expression)
+        ranked = best(hits)
+    else:
+        expression = split.expression
+        hits = _merge(rank(f"({split.rare}) NOT ({split.frequent})"),
+                      rank(f"({split.rare}) AND ({split.frequent})"), fetch)
+        ranked = best(hits)
+        if len(ranked) < limit or -ranked[-1][2] <= split.bound:
+            hits = _merge(hits, rank(f"({split.frequent}) NOT ({split.rare})"), fetch)
+            ranked = best(hits)
     if len(ranked) < limit and len(hits) == fetch:
         # Other roots' memories filled the over-fetched hits: rank within the visible roots directly.
         cursor.execute(
             f"SELECT c.id, c.entry_id, {score} AS score FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
             f"JOIN memory_catalog_entries e ON e.id = c.entry_id "
-            f"WHERE {table} MATCH %s AND e.root_key IN ({roots}){system} ORDER BY score LIMIT %s",
+            f"WHERE {table} MATCH %s AND e.root_key IN ({roots}){system} ORDER BY score, c.id LIMIT %s",
             [expression, *root_keys, fetch],
         )
         ranked = _best_per_entry(cursor.fetchall(), limit)
@@ -187,6 +236,11 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
         by_chunk = {row[0]: row for row in cursor.fetchall()}
     return [_stub_row(chunk, entry, value) if entry in have_rows else _recall_row(by_chunk[chunk], value)
             for chunk, entry, value in ranked if entry in have_rows or chunk in by_chunk]
+
+
+def _merge(first: list[tuple[int, float]], second: list[tuple[int, float]], fetch: int) -> list[tuple[int, float]]:
+    """Two ranked hit lists of disjoint passages as one, in the ranked statement's order, cut at `fetch`."""
+    return sorted(first + second, key=lambda hit: (hit[1], hit[0]))[:fetch]
 
 
 def _stub_row(chunk: int, entry: int, score: float) -> tuple:
@@ -279,9 +333,11 @@ def chunk_rows(cursor, chunk_ids: list[int]) -> list[tuple]:  # noqa: ANN001
 
 
 def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001
-                   owners: Owners | None = None) -> list[tuple]:
-    """Rows of RECALL_COLUMNS, best bm25 first, from the word index."""
-    return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit, owners)
+                   owners: Owners | None = None, split: RankSplit | None = None) -> list[tuple]:
+    """Rows of RECALL_COLUMNS, best bm25 first, from the word index; with `split`, ranked in parts (the same rows,
+    see RankSplit), and `expression` is unused."""
+    return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit, owners,
+                   split=split)
 
 
 def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001

@@ -1,0 +1,136 @@
+"""The word index ranks a question holding frequent terms in parts (fts.RankSplit): the passages matching its rarer
+terms first, and the passages matching only frequent terms only when those could still enter the list. The parts
+must give exactly the rows and scores of the whole expression, and skip the frequent-only passages only when the
+bound says none of them can rank."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from django.db import connection
+
+from memory.catalog import fts
+from memory.catalog.indexer import current_generation
+from memory.recall import pipeline
+from memory.recall.query import parse_query
+from memory.services import recall as recall_service
+from tests import helpers as h
+from tests.recall import helpers as r
+
+pytestmark = pytest.mark.django_db
+
+# Share of the 300 memories holding each word: two frequent (>= 10%), the rest rarer.
+SHARES = {"harbour": 0.45, "lantern": 0.25, "granite": 0.05, "meadow": 0.04, "quartz": 0.02, "falcon": 0.01}
+FILLER = ["river", "stone", "cloud", "ember", "willow", "copper", "thistle", "orchard", "pebble", "saddle"]
+
+
+@pytest.fixture
+def catalog(home, workspace_dir):
+    r.ensure_workspace(workspace_dir)
+    rng = random.Random(17)
+    root = r.workspace_root(workspace_dir)
+    for index in range(300):
+        words = [rng.choice(FILLER) for _ in range(rng.randint(6, 30))]
+        words += [word for word, share in SHARES.items() if rng.random() < share] * rng.randint(1, 3)
+        rng.shuffle(words)
+        r.put(root, f"project_note_{index:03d}.md", name=f"Note {index}", body=" ".join(words) + ".")
+    h.reindex(workspace_dir)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT root_key FROM memory_catalog_entries WHERE root_key LIKE 'workspace:%'")
+        return cursor.fetchone()[0]
+
+
+class RecordingCursor:
+    """Django's cursor, remembering each statement it runs."""
+
+    def __init__(self, cursor) -> None:  # noqa: ANN001
+        self.cursor = cursor
+        self.statements: list[str] = []
+
+    def execute(self, sql: str, params=()) -> None:  # noqa: ANN001
+        self.statements.append(sql if not params else f"{sql} -- {params[0]}")
+        self.cursor.execute(sql, params)
+
+    def fetchall(self) -> list[tuple]:
+        return self.cursor.fetchall()
+
+    def fetchone(self) -> tuple | None:
+        return self.cursor.fetchone()
+
+
+def ranking(question: str, *, frequent_min: int) -> tuple[str, fts.RankSplit | None]:
+    pipeline.forget_statistics()
+    original = pipeline.FREQUENT_MIN
+    pipeline.FREQUENT_MIN = frequent_min
+    try:
+        with connection.cursor() as cursor:
+            common, *_rest = pipeline.classify_terms(cursor, parse_query(question), current_generation())
+            return pipeline.word_ranking(cursor, parse_query(question), common, current_generation())
+    finally:
+        pipeline.FREQUENT_MIN = original
+
+
+def ranked_rows(root_key: str, expression: str, split: fts.RankSplit | None, limit: int) -> tuple[list, list]:
+    with connection.cursor() as raw:
+        cursor = RecordingCursor(raw)
+        rows = fts.recall_unicode(cursor, expression=expression, root_keys=[root_key], include_system=False,
+                                  limit=limit, split=split)
+    return [(row[0], row[1]) for row in rows], cursor.statements
+
+
+def test_a_question_is_split_only_when_it_holds_both_frequent_and_rarer_terms(catalog):
+    expression, split = ranking("harbour lantern quartz falcon", frequent_min=20)
+    assert split is not None
+    assert split.rare == '"quartz"* OR "falcon"*' and split.frequent == '"harbour"* OR "lantern"*'
+    assert expression == split.expression and split.bound > 0
+    assert ranking("quartz falcon", frequent_min=20)[1] is None
+    assert ranking("harbour lantern", frequent_min=20)[1] is None
+    # A catalog too small for any term to be frequent: one expression, in the question's order.
+    assert ranking("harbour lantern quartz", frequent_min=1000) == ('"harbour"* OR "lantern"* OR "quartz"*', None)
+
+
+@pytest.mark.parametrize("question,limit", [
+    ("harbour granite meadow", 10),  # the rarer terms' matches fill the list: frequent-only never scored
+    ("harbour lantern granite meadow", 10),
+    ("harbour lantern falcon", 10),  # too few rarer matches: the frequent-only passages are ranked too
+    ("harbour granite meadow quartz falcon", 50),
+    ("lantern meadow", 5),
+])
+def test_a_split_ranking_returns_exactly_the_rows_and_scores_of_the_whole_expression(catalog, question, limit):
+    expression, split = ranking(question, frequent_min=20)
+    assert split is not None
+    whole, _statements = ranked_rows(catalog, expression, None, limit)
+    parts, _statements = ranked_rows(catalog, expression, split, limit)
+    assert parts == whole and len(whole) == limit
+
+
+def test_the_frequent_terms_alone_are_scored_only_when_their_passages_could_enter_the_list(catalog):
+    def frequent_only_scored(question: str, limit: int, frequent: str) -> bool:
+        _expression, split = ranking(question, frequent_min=20)
+        assert split.frequent == frequent
+        _rows, statements = ranked_rows(catalog, split.expression, split, limit)
+        return any(f"({split.frequent}) NOT ({split.rare})" in statement for statement in statements)
+
+    # Rarer matches fill ten places, each scoring more than a passage holding only "harbour" (in nearly half of
+    # the memories, so worth little to bm25) ever could.
+    assert not frequent_only_scored("harbour granite meadow", 10, '"harbour"*')
+    # "falcon" is in about three memories: the other places go to passages holding only frequent terms.
+    assert frequent_only_scored("harbour lantern falcon", 10, '"harbour"* OR "lantern"*')
+
+
+def test_search_answers_the_same_with_and_without_the_split(catalog, workspace_dir, monkeypatch):
+    questions = ["harbour lantern granite meadow", "harbour lantern falcon", "lantern quartz meadow river"]
+    # The first searches' recall signals would reorder the second's answers.
+    monkeypatch.setattr(recall_service, "_update_signals", lambda outcome, now: None)
+    monkeypatch.setattr(pipeline, "FREQUENT_MIN", 20)
+    split = [r.search(workspace_dir, question, top_k=10)["results"] for question in questions]
+    monkeypatch.setattr(pipeline, "FREQUENT_SHARE", 2.0)  # nothing is frequent: one ranked statement
+    monkeypatch.setattr(pipeline, "FREQUENT_MIN", 10**9)
+    whole = [r.search(workspace_dir, question, top_k=10)["results"] for question in questions]
+
+    def essence(results: list[dict]) -> list[tuple]:
+        return [(hit["memory"]["filename"], hit["why_recalled"]["unicode"]) for hit in results]
+
+    assert [essence(results) for results in split] == [essence(results) for results in whole]
+    assert all(len(results) == 10 for results in split)
