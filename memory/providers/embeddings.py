@@ -13,6 +13,7 @@ fills it in) and a search answers from the lexical lists with a warning.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import math
@@ -71,6 +72,10 @@ class LocalEmbedder:
 
     @staticmethod
     def _load() -> tuple[np.ndarray, Any]:
+        try:
+            return _read_shipped_model()
+        except Exception:  # noqa: BLE001 (tokenizers raises a bare Exception for a missing or unreadable file)
+            pass  # not where wordllama 0.4 puts them, or unreadable: wordllama's own loader finds them or says why
         root = logging.getLogger()
         handlers, level = list(root.handlers), root.level
         try:
@@ -107,6 +112,33 @@ class LocalEmbedder:
                 np.clip(ids, 0, last, out=ids)
                 out[row] = table[ids].mean(axis=0)
         return normalized(out)
+
+
+# The files the wordllama wheel ships for the default model, and the tensor WordLlama.load() reads from them.
+_MODEL_WEIGHTS = ("weights", "l2_supercat_256.safetensors")
+_MODEL_TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
+_MODEL_TENSOR = "embedding.weight"
+
+
+def _read_shipped_model() -> tuple[np.ndarray, Any]:
+    """The table and tokenizer read from the installed wordllama package's folder, the files WordLlama.load() reads,
+    without importing wordllama: its import (requests, its training configuration) cost 0.4-0.6 s of CPU, paid by
+    every process at its first write or search, where reading the two files takes about 0.15 s. The package is
+    located, not imported (find_spec runs none of its code); safetensors and tokenizers are what WordLlama.load()
+    itself reads them with."""
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("wordllama is not installed")
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+
+    package = Path(next(iter(spec.submodule_search_locations)))
+    with safe_open(str(package.joinpath(*_MODEL_WEIGHTS)), framework="np", device="cpu") as weights:
+        table = weights.get_tensor(_MODEL_TENSOR)
+    tokenizer = Tokenizer.from_file(str(package.joinpath(*_MODEL_TOKENIZER)))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return np.ascontiguousarray(table, dtype=np.float32), tokenizer
 
 
 class OpenAIEmbedder:

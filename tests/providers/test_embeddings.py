@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from compozy.config import load_config
+from memory.providers import embeddings
 from memory.providers.embeddings import EmbedderError, LocalEmbedder, OpenAIEmbedder, get_embedder
 from tests.providers.fake_embeddings import FakeEmbeddings, vector_for
 
@@ -48,6 +52,30 @@ def test_the_local_embedder_gives_the_same_vector_for_a_text_alone_or_in_a_batch
     alone = embedder.embed(["a longer text about deploying the staging cluster"])[0]
     batch = embedder.embed(["short", "a longer text about deploying the staging cluster", "x " * 300])
     assert np.allclose(alone, batch[1], atol=1e-6)
+
+
+def test_the_local_embedder_reads_the_shipped_files_without_importing_wordllama():
+    # Importing wordllama pulls in requests and its training configuration (0.4-0.6 s of CPU per process).
+    code = ("import sys\n"
+            "from memory.providers.embeddings import LocalEmbedder\n"
+            "assert LocalEmbedder().embed(['the staging database']).shape == (1, 256)\n"
+            "print(sorted(name for name in ('wordllama', 'requests') if name in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_shipped_files_and_wordllamas_own_loader_give_identical_vectors(monkeypatch):
+    texts = ["how do I restore the database from a backup", "Ünïcödé café, 東京", "", "x " * 300]
+    direct = LocalEmbedder._load()
+    monkeypatch.setattr(embeddings, "_read_shipped_model", lambda: (_ for _ in ()).throw(FileNotFoundError("moved")))
+    through_wordllama = LocalEmbedder._load()
+    assert np.array_equal(direct[0], through_wordllama[0])
+    monkeypatch.setattr(LocalEmbedder, "_loaded", direct)
+    first = LocalEmbedder().embed(texts)
+    monkeypatch.setattr(LocalEmbedder, "_loaded", through_wordllama)
+    assert np.array_equal(first, LocalEmbedder().embed(texts))
 
 
 def test_the_http_embedder_posts_the_texts_and_returns_unit_vectors_in_input_order(fake, monkeypatch):
