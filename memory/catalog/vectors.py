@@ -58,14 +58,14 @@ def embed(texts: Sequence[str]) -> tuple[list[bytes | None], str]:
 def fill_missing(*, root_key: str | None = None, entry_ids: Sequence[int] = (), batch: int = 512) -> int:
     """Embed the chunks of a root (or of these entries) that have no vector or another model's. The caller owns
     the transaction. Returns how many chunks got a vector."""
+    if root_key is None and not entry_ids:
+        return 0  # nothing to look at: answered before asking for the embedder (the config check costs more)
     current = model_id()
     if not current:
         return 0
     if root_key is not None:
         condition, params = "e.root_key = %s", [root_key]
     else:
-        if not entry_ids:
-            return 0
         condition, params = f"e.id IN ({', '.join('%s' for _ in entry_ids)})", list(entry_ids)
     with connection.cursor() as cursor:
         cursor.execute(

@@ -105,10 +105,16 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
     `once`: a candidate already decided in this root gets its earlier decision back, whatever changed since.
     The extractor's drain replays a staged file after a crash or from the dead letters; its candidates must not
     be decided a second time against the state their own earlier decisions produced."""
+    candidate_hash = candidate.candidate_hash()
     with exclusive(config):
-        earlier = earliest_decision(candidate) if once else None
+        earlier = earliest_decision(candidate, candidate_hash) if once else None
         if earlier is not None:
             return Outcome(earlier, applied=False, dry_run=dry_run)
+        # With `once`, no decision of this candidate exists in its root (the look-up above found none). Every
+        # decision with this candidate hash is in this root (the hash covers the scope), and the idempotency key
+        # covers the hash, so neither the previous decision nor a stored decision with the same key can exist:
+        # both look-ups are skipped (the extractor's drain asks once per candidate).
+        may_be_decided = not once
         target = candidate.target_filename or ""
         if target:
             # A hand edit of the target since the last reindex is recorded first, so prior_content is true.
@@ -120,14 +126,14 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
                     "Fix or remove it by hand, then retry.",
                     details={"filename": target, "reason": invalid},
                 )
-        previous = previous_decision(candidate, root)
+        previous = previous_decision(candidate, root, candidate_hash=candidate_hash) if may_be_decided else None
         if previous is not None:
             return Outcome(previous, applied=False, dry_run=dry_run)
         verdict = decide(candidate, RootCatalogView(candidate.ref.root_key), rule_settings(config))
-        decision = build_decision(candidate, verdict, root=root)
+        decision = build_decision(candidate, verdict, root=root, candidate_hash=candidate_hash)
         if dry_run:
             return Outcome(decision, applied=False, dry_run=True)
-        if decision_exists(decision.idempotency_key):
+        if may_be_decided and decision_exists(decision.idempotency_key):
             stored = Decision.objects.get(idempotency_key=decision.idempotency_key)
             return Outcome(stored, applied=False, dry_run=False)
         persist_decision(decision)
@@ -137,26 +143,27 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
         return Outcome(decision, applied=decision.op in MUTATING_OPS, dry_run=False)
 
 
-def _decision_of(candidate: Candidate, *, newest: bool) -> Decision | None:
+def _decision_of(candidate: Candidate, *, newest: bool, candidate_hash: str | None = None) -> Decision | None:
     """The candidate's first or last decision in its root. The id first, in plain SQL: nearly every candidate is
-    new, and building an ORM query cost more than running it (the drain asks once per extracted candidate)."""
+    new, and building an ORM query cost more than running it (the drain asks once per extracted candidate).
+    `candidate_hash`: the candidate's, when the caller has it already."""
     order = "decided_at DESC, id DESC" if newest else "decided_at, id"
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT id FROM memory_decisions WHERE candidate_hash = %s AND root_key = %s ORDER BY {order} LIMIT 1",
-            [candidate.candidate_hash(), candidate.ref.root_key],
+            [candidate_hash or candidate.candidate_hash(), candidate.ref.root_key],
         )
         found = cursor.fetchone()
     return None if found is None else Decision.objects.get(id=found[0])
 
 
-def earliest_decision(candidate: Candidate) -> Decision | None:
-    return _decision_of(candidate, newest=False)
+def earliest_decision(candidate: Candidate, candidate_hash: str | None = None) -> Decision | None:
+    return _decision_of(candidate, newest=False, candidate_hash=candidate_hash)
 
 
-def previous_decision(candidate: Candidate, root: Path) -> Decision | None:
+def previous_decision(candidate: Candidate, root: Path, *, candidate_hash: str | None = None) -> Decision | None:
     """The stored decision for this candidate, if nothing in its root has changed since it was made."""
-    previous = _decision_of(candidate, newest=True)
+    previous = _decision_of(candidate, newest=True, candidate_hash=candidate_hash)
     if previous is None:
         return None
     changed_since = Decision.objects.filter(
@@ -173,7 +180,8 @@ def previous_decision(candidate: Candidate, root: Path) -> Decision | None:
     return previous
 
 
-def build_decision(candidate: Candidate, verdict: Verdict, *, root: Path, now: datetime | None = None) -> Decision:
+def build_decision(candidate: Candidate, verdict: Verdict, *, root: Path, now: datetime | None = None,
+                   candidate_hash: str | None = None) -> Decision:
     now = now or utc_now()
     ref = candidate.ref
     prior_text: str | None = None
@@ -189,7 +197,7 @@ def build_decision(candidate: Candidate, verdict: Verdict, *, root: Path, now: d
     elif verdict.op == Op.NOOP and candidate.frontmatter is not None:
         frontmatter = candidate.frontmatter.yaml_dict()
     return new_decision(
-        ref=ref, origin=candidate.origin, op=verdict.op, candidate_hash=candidate.candidate_hash(),
+        ref=ref, origin=candidate.origin, op=verdict.op, candidate_hash=candidate_hash or candidate.candidate_hash(),
         targets=verdict.targets, target_filename=verdict.target_filename, frontmatter=frontmatter,
         post_content=post_content, prior_content=prior_text, rule_trace=verdict.rule_trace, reason=verdict.reason,
         # The state it was decided against (the target's last decision), so the same candidate after, say, a
