@@ -207,7 +207,7 @@ class Floor:
         generation = current_generation()
         common, rare, unseen, unfound = classify_terms(probes, query, generation)
         grams = common_grams(probes, query, unfound, generation)
-        unicode_expression, split = word_ranking(probes, query, common, generation)
+        unicode_expression, split = word_ranking(probes, query, common, generation, self.pool)
         forget_statistics()  # the product starts from what it counts itself, not from the floor's planning
         # The document count is cached by the pipeline per memory generation, not issued per query.
         probes.statements = [(sql, params) for sql, params in probes.statements if "FROM memory_chunks" not in sql]

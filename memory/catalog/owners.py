@@ -100,6 +100,13 @@ class Owners:
     upto: int
     root_keys: tuple[str, ...]
 
+    def holding_memories(self) -> list[str]:
+        """The roots that held any memory (a chunk of a file other than a system file) at this generation: what
+        recall looks shadowing holders up in (a memory written after the generation was read counts from the next
+        search on, like every other per-generation answer)."""
+        return [root_key for root_key, root in zip(self.root_keys, self.roots, strict=True)
+                if len(root.system) and not root.system.all()]
+
     def visible(self, cursor, chunk_ids: list[int], *, include_system: bool) -> dict[int, int]:  # noqa: ANN001
         """{chunk id: entry id} for the chunks of these roots (without system files unless `include_system`)."""
         wanted = np.fromiter(chunk_ids, dtype=np.int64, count=len(chunk_ids))

@@ -351,14 +351,18 @@ def common_grams(cursor, query: RecallQuery, unfound: set[str], generation: int)
 # frequent: it still counts in the ranking, but the word index scores its matches only when the rarer terms'
 # matches cannot fill the list (fts.RankSplit, exact). Scoring is most of a ranked query's cost; in a catalog of
 # 10,000 memories a question holding two words found in 10-50% of them spent 10-20 ms scoring their matches.
+# Below a thousand matches scoring costs less than the split's extra statements (+0.4 ms a question on the chat
+# dev set, whose conversations hold 370-680 memories).
 FREQUENT_SHARE = 0.1
-FREQUENT_MIN = 100
+FREQUENT_MIN = 1000
 
 
-def word_ranking(cursor, query: RecallQuery, common: set[str],  # noqa: ANN001
-                 generation: int) -> tuple[str, fts.RankSplit | None]:
+def word_ranking(cursor, query: RecallQuery, common: set[str], generation: int,  # noqa: ANN001
+                 limit: int) -> tuple[str, fts.RankSplit | None]:
     """The word index's expression and, when it holds both frequent and rarer terms, its split (fts.RankSplit):
-    the rarer terms first, then the frequent ones, which is also the order of the expression."""
+    the rarer terms first, then the frequent ones, which is also the order of the expression. Not split when the
+    rarer terms match fewer than `limit` passages: they could not fill the list, so the frequent terms' passages
+    would be ranked anyway."""
     statistics = _catalog_statistics(cursor, generation)
     frequent_at = max(FREQUENT_MIN, int(statistics.documents * FREQUENT_SHARE))
     kept = [term for term in query.terms if term not in common] or list(query.terms)
@@ -368,7 +372,7 @@ def word_ranking(cursor, query: RecallQuery, common: set[str],  # noqa: ANN001
         forms.setdefault(query.unicode_form(term), statistics.terms[term][0])
     rare = [form for form, frequency in forms.items() if frequency < frequent_at]
     frequent = [form for form, frequency in forms.items() if frequency >= frequent_at]
-    if not rare or not frequent:
+    if not frequent or sum(forms[form] for form in rare) < limit:
         return " OR ".join(forms) or '""', None
     bound = (fts.BM25_K1 + 1) * sum(fts.bm25_idf(statistics.documents, forms[form]) for form in frequent)
     # A margin for float rounding: a looser bound only means the frequent terms are scored a little more often.
@@ -456,7 +460,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     with connection.cursor() as cursor:
         common, rare, unseen, unfound = classify_terms(cursor, query, generation)
         visible = owners.owners(cursor, root_keys, generation)
-        expression, split = word_ranking(cursor, query, common, generation)
+        expression, split = word_ranking(cursor, query, common, generation, pool)
         unicode_rows = fts.recall_unicode(cursor, expression=expression, root_keys=root_keys,
                                           include_system=include_system, limit=pool, owners=visible, split=split)
         unicode_list = with_session_context(
@@ -521,8 +525,11 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         candidate.score = round(sum(parts.values()), 6)
 
     ranked = sorted(candidates.values(), key=lambda c: (-c.score, c.row["filename"], c.row["root_key"]))
+    # A memory is shadowed only by one in another root: with a single visible root holding memories at this
+    # generation, there is nothing to look up.
+    holders = visible.holding_memories()
     # Only the head of the ranking can become results; look its holders up first and the rest only if needed.
-    deepest = _deepest_holders(ranked[: top_k * 3], root_keys)
+    deepest = _deepest_holders(ranked[: top_k * 3], holders)
     winners: list[RecallCandidate] = []
     shadowed: list[RecallCandidate] = []
     # Walk down the ranking until top-K winners are found; a shadowed entry met on the way would have been a
@@ -531,7 +538,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         if len(winners) >= top_k:
             break
         if position == top_k * 3:
-            deepest.update(_deepest_holders(ranked[position:], root_keys))
+            deepest.update(_deepest_holders(ranked[position:], holders))
         depth, identity = deepest.get(candidate.key, (candidate.depth, candidate.identity()))
         if depth > candidate.depth:
             candidate.shadowed_by = identity

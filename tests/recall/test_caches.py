@@ -164,3 +164,25 @@ def test_chunks_written_after_the_owners_were_read_are_asked_of_the_database(ws)
     h.write(ws, name="Alerts", content="Page the on-call when WAL archiving lags.")
     with connection.cursor() as cursor:
         assert before.visible(cursor, every_chunk_id(), include_system=False) == owners_from_database(roots, False)
+
+
+def holding(roots: list[str]) -> list[str]:
+    with connection.cursor() as cursor:
+        return owners.owners(cursor, roots, current_generation()).holding_memories()
+
+
+def test_the_roots_holding_memories_follow_writes_and_leave_out_system_files(ws, home):
+    h.write(ws, name="Backups", content="Backups run nightly from the standby.")
+    roots = ["global", workspace_root_key()]
+    # Shadowing needs a second root holding memories; recall skips the lookup while only one does.
+    assert holding(roots) == [roots[1]]
+    # A root holding only a system file holds no memory.
+    r.put(r.global_root(home), "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
+          body="Consolidation notes from the nightly dream.")
+    h.reindex(ws, include_system=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM memory_catalog_entries WHERE root_key = 'global' AND is_system = 1")
+        assert cursor.fetchone()[0] == 1
+    assert holding(roots) == [roots[1]]
+    h.write(ws, name="Standards", content="Every service logs in JSON.", scope="global")
+    assert holding(roots) == roots
