@@ -86,12 +86,17 @@ def drain_inbox(config: Config, *, prepare: Callable[[], str | None] | None = No
 
 
 def _drain_file(root: Path, item: inbox.InboxFile, config: Config, report: DrainReport) -> None:
-    source = FailureSource(session=item.session, root_session=item.session, from_seq=0, until_seq=0)
+    staged: list[tuple[int, StagedCandidate]] = []
+
+    def source() -> FailureSource:
+        # Built only for a dead letter (the file's first line says where it came from, when it parsed).
+        if staged:
+            return FailureSource(**staged[0][1].source.model_dump())
+        return FailureSource(session=item.session, root_session=item.session, from_seq=0, until_seq=0)
+
     try:
         text = item.path.read_text("utf-8")
         staged = _parse(text, source)
-        if staged:
-            source = FailureSource(**staged[0][1].source.model_dump())
         for number, line in staged:
             _submit_line(item, number, line, config, report)
             faults.hit("drain_after_candidate")
@@ -100,14 +105,14 @@ def _drain_file(root: Path, item: inbox.InboxFile, config: Config, report: Drain
                                                error=failed.error))
         return
     except UnicodeDecodeError:
-        report.failures.append(inbox.fail_file(root, item, stage="parse", source=source,
+        report.failures.append(inbox.fail_file(root, item, stage="parse", source=source(),
                                                error="the file is not valid UTF-8"))
         return
     inbox.finish(item)
     report.files.append(item.relative)
 
 
-def _parse(text: str, source: FailureSource) -> list[tuple[int, StagedCandidate]]:
+def _parse(text: str, source: Callable[[], FailureSource]) -> list[tuple[int, StagedCandidate]]:
     staged: list[tuple[int, StagedCandidate]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -117,21 +122,23 @@ def _parse(text: str, source: FailureSource) -> list[tuple[int, StagedCandidate]
         except PydanticValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first.get("loc", ())) or "line"
-            raise _FileFailed("parse", f"line {number}: {where}: {first.get('msg', 'invalid')}", source) from None
+            raise _FileFailed("parse", f"line {number}: {where}: {first.get('msg', 'invalid')}", source()) from None
     return staged
 
 
 def _submit_line(item: inbox.InboxFile, number: int, line: StagedCandidate, config: Config,
                  report: DrainReport) -> None:
-    source = FailureSource(**line.source.model_dump())
+    def source() -> FailureSource:
+        return FailureSource(**line.source.model_dump())  # only for a dead letter
+
     try:
         candidate = candidate_from_staged(line)
     except (ValueError, MemoryError_) as exc:
-        raise _FileFailed("resolve", f"line {number}: {_message(exc)}", source) from None
+        raise _FileFailed("resolve", f"line {number}: {_message(exc)}", source()) from None
     root = resolve_root(candidate.ref)
     if root is None:
         raise _FileFailed("resolve", f"line {number}: the workspace {candidate.ref.workspace_id} is not known on "
-                                     "this machine", source)
+                                     "this machine", source())
     try:
         # A scanner reject is a decision like any other (logged, with its event): reported, not a failure.
         outcome = submit(candidate, root=root, config=config, once=True)
@@ -139,7 +146,7 @@ def _submit_line(item: inbox.InboxFile, number: int, line: StagedCandidate, conf
         raise  # busy, not broken: the file stays claimed and the next drain takes it again
     except Exception as exc:  # noqa: BLE001 - a poison file must not block every file after it; it is dead-lettered
         _log.exception("extractor drain: %s line %s could not be submitted", item.relative, number)
-        raise _FileFailed("submit", f"line {number}: {_message(exc)}", source) from None
+        raise _FileFailed("submit", f"line {number}: {_message(exc)}", source()) from None
     decision = outcome.decision
     report.candidates.append(DrainedCandidate(item.relative, number, line.source.session, decision.id, decision.op,
                                               outcome.applied, decision.target_filename))

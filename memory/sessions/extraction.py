@@ -76,7 +76,11 @@ def extract_turns(*, source: SessionSource, turns: list[Turn], context: list[Tur
     counters: dict[str, int] = {"turns": len(turns), "user_turns": sum(t.role == USER_ROLE for t in shown)}
     run = RunSource(session=source.session_id, root_session=source.root_session_id, from_seq=from_seq,
                     until_seq=last, workspace_id=source.workspace_id, agent_name=source.agent_name)
-    failure_source = FailureSource(**run.model_dump())
+
+    def failure_source() -> FailureSource:
+        # Built only for a dead letter: a model per turn that almost never fails was a tenth of a run's own work.
+        return FailureSource(**run.model_dump())
+
     if counters["user_turns"] == 0:
         # Nothing the user said: no provider call, no file. Counters only (they say nothing about the text).
         return RunOutcome("dropped", from_seq, last, reason="empty_snapshot", counters=counters)
@@ -94,11 +98,11 @@ def extract_turns(*, source: SessionSource, turns: list[Turn], context: list[Tur
     try:
         answer = (provider or get_provider(config)).complete(task="extract", payload=payload, timeout_ms=timeout_ms)
     except ProviderError as exc:
-        name = inbox.record_failure(root, stage="provider", source=failure_source, error=str(exc), content="",
+        name = inbox.record_failure(root, stage="provider", source=failure_source(), error=str(exc), content="",
                                     name_hint=hint)
         return RunOutcome("failed", from_seq, last, failures=[name], error=str(exc), counters=counters)
     if deadline is not None and time.monotonic() > deadline:
-        name = inbox.record_failure(root, stage="provider", source=failure_source, error="the run's deadline passed",
+        name = inbox.record_failure(root, stage="provider", source=failure_source(), error="the run's deadline passed",
                                     content="", name_hint=hint)
         return RunOutcome("failed", from_seq, last, failures=[name], error="deadline", counters=counters)
 
@@ -107,7 +111,7 @@ def extract_turns(*, source: SessionSource, turns: list[Turn], context: list[Tur
     if parsed.errors:
         bad = "\n".join(error.text for error in parsed.errors)
         summary = "; ".join(f"line {e.line_number}: {e.error}" for e in parsed.errors[:5])
-        outcome.failures.append(inbox.record_failure(root, stage="validate", source=failure_source, error=summary,
+        outcome.failures.append(inbox.record_failure(root, stage="validate", source=failure_source(), error=summary,
                                                      content=bad, name_hint=hint))
     kept = [m for m in parsed.memories if policy_violation(m.content) is None]
     counters["invalid_lines"] = len(parsed.errors)
@@ -117,7 +121,7 @@ def extract_turns(*, source: SessionSource, turns: list[Turn], context: list[Tur
         try:
             staged = inbox.stage(root, session=source.session_id, until_seq=last, lines=lines)
         except OSError as exc:
-            name = inbox.record_failure(root, stage="stage", source=failure_source, error=type(exc).__name__,
+            name = inbox.record_failure(root, stage="stage", source=failure_source(), error=type(exc).__name__,
                                         content="".join(line + "\n" for line in lines), name_hint=hint)
             outcome.failures.append(name)
             return RunOutcome("failed", from_seq, last, failures=outcome.failures, error=type(exc).__name__,
