@@ -140,7 +140,7 @@ def upsert_rows(rows: Sequence[Row]) -> list[tuple[str, str] | None]:
     embedded again) only when their text changed; unchanged chunks without a current vector get one. Returns, per
     row, the (name, description) it replaced, or None for a new row. The caller owns the transaction."""
     previous: list[tuple[str, str] | None] = []
-    rewrite: list[tuple[int, Row]] = []
+    rewrite: list[tuple[int, Row, bool]] = []
     kept: list[int] = []
     with connection.cursor() as cursor:
         for row in rows:
@@ -158,11 +158,15 @@ def upsert_rows(rows: Sequence[Row]) -> list[tuple[str, str] | None]:
             if [tuple(chunk) for chunk in existing] == [(row.name, row.description, text) for text in row.chunks]:
                 kept.append(entry_id)
             else:
-                rewrite.append((entry_id, row))
-        blobs, model = vectors.embed([text for _entry, row in rewrite for text in _chunk_texts(row)])
+                rewrite.append((entry_id, row, bool(existing)))
+        blobs, model = vectors.embed([text for _entry, row, _had in rewrite for text in _chunk_texts(row)])
         position = 0
-        for entry_id, row in rewrite:
-            cursor.execute("DELETE FROM memory_chunks WHERE entry_id = %s", [entry_id])
+        for entry_id, row, had_chunks in rewrite:
+            if had_chunks:
+                # The upsert keeps an entry's id, so its chunks are the ones read above. With none (a new memory:
+                # its id is new, AUTOINCREMENT never reuses one, and a chunk cannot outlive its entry's row),
+                # there is nothing to delete and the statement is skipped.
+                cursor.execute("DELETE FROM memory_chunks WHERE entry_id = %s", [entry_id])
             for ordinal, passage in enumerate(row.chunks):
                 cursor.execute(_INSERT_CHUNK, [entry_id, ordinal, row.name, row.description, passage,
                                                blobs[position], model])
