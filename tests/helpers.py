@@ -60,9 +60,11 @@ def reindex(cwd: Path, **fields: Any) -> dict[str, Any]:
 
 
 def tool_document(result: Any) -> tuple[bool, Any]:
-    """An MCP tool call's result as (ok, document): its structured content, or the {code, message, details}
-    document an error's text carries."""
+    """An MCP tool call's result as (ok, document): its structured content, for an error the {code, message,
+    details} document."""
     if result.is_error:
-        text = result.content[0].text
+        if result.structured_content is not None:  # every CompozyError travels structured
+            return False, result.structured_content
+        text = result.content[0].text  # an error the MCP SDK raised itself
         return False, json.loads(text[text.index("{"):])
     return True, result.structured_content

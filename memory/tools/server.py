@@ -4,7 +4,8 @@
 Every tool is generated from its verb's declaration (`memory.verbs`): the input schema from the input model, the
 output schema from the result model, the MCP annotations from the declaration. A call parses its arguments into
 the input model (unknown arguments refused, as over REST), calls the same service the CLI and HTTP call, and
-returns the same JSON document; errors come back as tool errors whose text is `{code, message, details}`.
+returns the same JSON document; errors come back as tool errors (`isError`) carrying `{code, message, details}` both
+as `structuredContent` and as their text, for clients that read only one of the two.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool as McpTool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -70,6 +70,13 @@ class Session:
             raise ScopeInvalid("Global memory is written by operators only: write to this workspace or your agent "
                                "scope (leave scope out for the default).",
                                details={"field": "scope", "reason": "global_operator_only"})
+        # An agent's session acts for that agent alone: naming another agent would read or write its private memory.
+        # The operator (admin toolset) may name any agent, as on the CLI.
+        named = values.get("agent_name")
+        if self.agent and not self.operator and named is not None and named != self.agent:
+            raise ScopeInvalid(f"This session acts for agent '{self.agent}': it reads and writes only its own agent "
+                               "memory (leave agent_name out, or name itself).",
+                               details={"field": "agent_name", "reason": "other_agent", "agent": self.agent})
         if self.workspace and "workspace" in accepted and "workspace" not in values:
             values["workspace"] = self.workspace
         if not self.agent or "agent_name" not in accepted:
@@ -130,7 +137,11 @@ def tool_of(verb: Verb, session: Session) -> McpTool:
             fields = session.fields(verb, _decode_json_strings(arguments, parameters))
             document = verb.run(fields, session.caller()).to_json()
         except CompozyError as error:
-            raise ToolError(json.dumps(error.to_dict())) from None
+            # The MCP SDK validates structuredContent against the output schema only for successful results, so
+            # the error document can travel structured as well as in the text.
+            failure = error.to_dict()
+            return CallToolResult(content=[TextContent(type="text", text=json.dumps(failure, ensure_ascii=False))],
+                                  structured_content=failure, is_error=True)
         return CallToolResult(content=[TextContent(type="text", text=json.dumps(document, ensure_ascii=False))],
                               structured_content=document)
 

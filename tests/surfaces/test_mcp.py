@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -176,6 +177,48 @@ def test_a_note_is_an_ad_hoc_file_written_through_the_controller(server, workspa
     assert filename.startswith("_system/ad_hoc/ad_hoc_") and filename.endswith("_flaky_test.md")
     assert (workspace_dir / ".compozy" / "memory" / filename).is_file()
     assert answer["decision"]["origin"] == "tool"
+
+
+def raw_call(server, name: str, arguments: dict[str, Any]) -> Any:
+    async def go():
+        async with Client(server) as client:
+            return await client.call_tool(name, arguments)
+    return asyncio.run(go())
+
+
+def test_an_error_comes_back_structured_and_as_the_same_text(server):
+    result = raw_call(server, "compozy__memory_show", {"filename": "../etc/passwd.md"})
+    assert result.is_error
+    assert result.structured_content["code"] == "memory.validation"
+    assert set(result.structured_content) == {"code", "message", "details"}
+    assert json.loads(result.content[0].text) == result.structured_content
+
+
+def test_an_agents_session_may_not_name_another_agent_but_the_operators_may(home, workspace_dir):
+    write = {"operation": "add", "type": "feedback", "name": "Reviewer Secret", "description": "d",
+             "content": "The reviewer keeps zqprivate notes.", "scope": "agent", "agent_name": "reviewer"}
+    operator = build_server(Session(session_id="s-2", agent="coder", workspace=str(workspace_dir), operator=True),
+                            (AGENT_TOOLSET, ADMIN_TOOLSET))
+    error, written = call(operator, "compozy__memory_propose", write)
+    assert not error and written["decision"]["agent_name"] == "reviewer"
+    coder = build_server(Session(session_id="s-1", agent="coder", workspace=str(workspace_dir)), (AGENT_TOOLSET,))
+    for name, arguments in (("compozy__memory_search", {"query": "zqprivate", "agent_name": "reviewer"}),
+                            ("compozy__memory_list", {"scope": "agent", "agent_name": "reviewer"}),
+                            ("compozy__memory_show", {"filename": "feedback_reviewer_secret.md", "scope": "agent",
+                                                      "agent_name": "reviewer"}),
+                            ("compozy__memory_propose", {**write, "operation": "delete",
+                                                         "filename": "feedback_reviewer_secret.md"})):
+        error, refused = call(coder, name, arguments)
+        assert error, name
+        assert refused["code"] == "memory.scope.invalid"
+        assert refused["details"] == {"field": "agent_name", "reason": "other_agent", "agent": "coder"}
+    assert len(list((workspace_dir / ".compozy").rglob("feedback_reviewer_secret.md"))) == 1
+    # Naming itself is what leaving the name out means; the other agent's memory is not among its own.
+    error, own = call(coder, "compozy__memory_list", {"scope": "agent", "agent_name": "coder"})
+    assert not error, own
+    assert own["memories"] == []
+    error, found = call(coder, "compozy__memory_search", {"query": "zqprivate"})
+    assert not error and found["results"] == []
 
 
 def test_compozy_mcp_runs_over_stdio_and_answers_a_tool_call(cli):
