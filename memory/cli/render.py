@@ -247,8 +247,9 @@ _WHY_PARTS = (("w", "unicode", "word match"), ("t", "trigram", "substring match"
 def human_search(document: dict[str, Any]) -> str:
     if document.get("skipped"):
         return "Query skipped: it has no meaningful word (only stopwords or one-letter words)."
+    warning = f"warning: {document['warning']}\n" if document.get("warning") else ""
     if not document["results"]:
-        return "No memories matched."
+        return warning + "No memories matched."
     rows = []
     for hit in document["results"]:
         memory = hit["memory"]
@@ -260,7 +261,8 @@ def human_search(document: dict[str, Any]) -> str:
     # Every part of the score is shown (the semantic part once was not, so WHY did not add up to SCORE), and the
     # letters are spelled out once below the table.
     legend = "why: " + ", ".join(f"{letter} {words}" for letter, _, words in _WHY_PARTS) + "; they add up to the score"
-    return table(rows, ["score", "filename", "scope", "why", "note", "snippet"], max_width=60) + "\n" + legend
+    return (warning + table(rows, ["score", "filename", "scope", "why", "note", "snippet"], max_width=60) + "\n"
+            + legend)
 
 
 def human_snapshot_log(document: dict[str, Any]) -> str:

@@ -320,7 +320,8 @@ class SearchResult(Result):
     # A query with no meaningful word is not run: skipped is true and skip_reason says why.
     skipped: bool
     skip_reason: Literal["no_meaningful_words"] | None = None
-    # Set when part of recall could not run (the embedder failed): the results are from the lexical lists only.
+    # Set when the answer is narrower than asked: no workspace was found (global memories only), or part of recall
+    # could not run (the embedder failed: the results are from the lexical lists only).
     warning: str | None = None
 
 

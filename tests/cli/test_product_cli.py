@@ -215,6 +215,25 @@ def test_a_human_search_shows_every_part_of_the_score_and_says_what_each_letter_
     assert legend.startswith("why: ") and "m meaning" in legend and "w word match" in legend
 
 
+def test_a_search_outside_any_workspace_says_it_searched_global_memory_only(cli, tmp_path):
+    for scope, words in (("global", "zqeverywhere tabs"), ("workspace", "zqhere spaces")):
+        written = cli("memory", "write", "--scope", scope, "--type", "user" if scope == "global" else "project",
+                      "--name", f"Indent {scope}", "--description", "d", "--content", f"Indent with {words}.")
+        assert written.code == 0, written.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside = cli("memory", "search", "indent", "-o", "json", cwd=elsewhere)
+    assert outside.code == 0, outside.stderr
+    assert [hit["memory"]["scope"] for hit in outside.json["results"]] == ["global"]
+    assert outside.json["warning"].startswith(f"no workspace found from {elsewhere}: only global memories")
+    human = cli("memory", "search", "indent", cwd=elsewhere)
+    assert human.stdout.startswith("warning: no workspace found"), human.stdout
+    # Asking for global memory, or searching inside the project, is not narrower than asked.
+    assert cli("memory", "search", "indent", "--scope", "global", "-o", "json", cwd=elsewhere).json["warning"] is None
+    inside = cli("memory", "search", "indent", "-o", "json")
+    assert inside.json["warning"] is None and len(inside.json["results"]) == 2
+
+
 def test_human_session_events_name_the_archived_column(cli):
     started = cli("session", "start", "--session", "ev-1", "-o", "json")
     assert started.code == 0, started.stderr
