@@ -15,7 +15,7 @@ from typing import Any
 from compozy.command import ProductCommand, ProductParser
 from memory.domain.enums import Origin
 from memory.services.inputs import Caller
-from memory.verbs import GROUPS, Verb, verbs_of
+from memory.verbs import GROUPS, INCOMPLETE_EXIT, Verb, verbs_of
 
 from . import flags, render
 
@@ -58,6 +58,9 @@ class VerbCommand(ProductCommand):
         caller = Caller(origin=Origin.CLI, cwd=Path.cwd(), session_id=os.environ.get("COMPOZY_SESSION_ID") or None)
         kwargs = verb.cli_kwargs(options) if verb.cli_kwargs is not None else {}
         result = verb.run(flags.fields_of(verb, options), caller, **kwargs)
-        render.emit(result.to_json(), options["output"], verb.human or render.human_json,
+        document = result.to_json()
+        render.emit(document, options["output"], verb.human or render.human_json,
                     items_key=verb.items_key, verbose=options.get("verbose", 0))
         sys.stdout.flush()
+        if verb.incomplete is not None and verb.incomplete(document):
+            sys.exit(INCOMPLETE_EXIT)

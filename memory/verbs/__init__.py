@@ -70,6 +70,10 @@ class Switch:
     verb: Verb
 
 
+# The exit code of a CLI verb that ran but did less than asked (see Verb.incomplete), beside the errors' codes.
+INCOMPLETE_EXIT = 9
+
+
 @dataclass(frozen=True)
 class Verb:
     input: type[Any]
@@ -92,6 +96,9 @@ class Verb:
     cli_kwargs: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     cli_exclude: frozenset[str] = frozenset()
     switch: Switch | None = None
+    # CLI only: whether a result did less than asked (a session replay some of whose dead letters failed). The
+    # document is printed as usual, then the command exits INCOMPLETE_EXIT so a script can tell.
+    incomplete: Callable[[dict[str, Any]], bool] | None = None
 
     @cached_property
     def result(self) -> type[Any]:

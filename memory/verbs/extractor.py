@@ -92,6 +92,7 @@ VERBS = [
     Verb(
         command=("memory", "extractor", "replay"), input=extractor.ReplayInput, service=extractor.extractor_replay,
         positionals=("failure",), human=human_replay, errors=(NotFound, ControllerTimeout),
+        incomplete=lambda document: not document["replayed"],
         summary=("Replay a dead letter (or, with a session, every dead letter of it, oldest first): stage it again "
                  "(or extract its turns again) and drain it."),
         routes=(Route("POST", "/api/memory/extractor/failures/{failure}/replay"),

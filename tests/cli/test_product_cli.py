@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from memory.domain import errors
+from memory.verbs import INCOMPLETE_EXIT
 from tests.conftest import COMPOZY, REPO
 
 
@@ -167,6 +168,7 @@ def test_the_readme_documents_every_exit_code():
         if isinstance(error, type) and issubclass(error, errors.CompozyError):
             assert re.search(rf"\|\s*{error.exit_code}\s*\|[^\n]*`{re.escape(error.code)}`", section), error.code
     assert re.search(r"\|\s*0\s*\|", section)
+    assert re.search(rf"\|\s*{INCOMPLETE_EXIT}\s*\|\s*\|\s*partly done", section)
 
 
 @pytest.mark.parametrize("command", ["serve", "mcp", "inspector"])

@@ -185,6 +185,22 @@ def test_a_dead_letter_that_cannot_be_replayed_is_reported_and_the_rest_still_ru
     assert (root / "user_editor.md").is_file()
 
 
+def test_the_cli_prints_a_partial_session_replay_and_exits_9_so_a_script_can_tell(cli, home):
+    root = home / "memory"
+    gone = dead_letter(root, "sess-c", 10, stage="provider")  # its turns are not in the ledger: it cannot replay
+    dead_letter(root, "sess-c", 20)
+    partial = cli("memory", "extractor", "replay", "--session", "sess-c", "-o", "json")
+    assert partial.code == 9, partial.stderr
+    assert partial.json["replayed"] is False and [r["replayed"] for r in partial.json["replays"]] == [False, True]
+    again = cli("memory", "extractor", "replay", "--session", "sess-c")
+    assert again.code == 9 and "session sess-c: 0 of 1 failures replayed" in again.stdout
+    assert inbox.failure_names(root) == [gone]
+    dead_letter(root, "sess-d", 30, attribute="shell", text="My shell is fish.")
+    whole = cli("memory", "extractor", "replay", "--session", "sess-d")
+    assert whole.code == 0, whole.stdout + whole.stderr
+    assert "session sess-d: 1 of 1 failures replayed" in whole.stdout
+
+
 def test_a_dead_letter_that_fails_again_is_replayed_once_by_a_session_replay(ws, home):
     root = home / "memory"
     name = dead_letter(root, "sess-a", 10, stage="parse", content="{not json\n")
