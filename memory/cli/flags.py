@@ -81,7 +81,8 @@ def add_verb_arguments(parser: argparse.ArgumentParser, verb: Any) -> dict[str, 
                 # A positional the model lets out (`replay <failure>` or `replay --session <id>`): the model
                 # judges which combination is valid, with the same error as on every other surface.
                 kwargs["nargs"] = "?"
-            action = parser.add_argument(name, metavar=name, **kwargs)
+            # A positional with choices shows them in the usage line (`token {rotate,path}`), as argparse does.
+            action = parser.add_argument(name, **({} if shape.choices else {"metavar": name}), **kwargs)
             flags[name] = name
         else:
             flag = flag_of(name)

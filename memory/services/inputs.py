@@ -50,6 +50,15 @@ class Selector(Input):
         "left out by default."))
 
 
+class ReadSelector(Selector):
+    """A selector of a read over every visible scope (list, search, snapshot): its scope is a filter, so its help
+    says what leaving it out reads, not where a write would go."""
+
+    scope: Scope | None = Field(default=None, description=(
+        "Only this scope: global, workspace or agent. Omitted: every scope visible here (global, this workspace "
+        "and, with agent_name, that agent's two tiers)."))
+
+
 def all_workspaces_field() -> Any:
     """The one declaration of the across-workspaces switch, on the operator reads that offer it."""
     return Field(default=False, description=(

@@ -16,7 +16,7 @@ from memory.models import CatalogEntry
 from memory.recall.package import staleness_banner
 
 from .documents import document_get
-from .inputs import Caller, Selector, all_workspaces_field
+from .inputs import Caller, ReadSelector, Selector, all_workspaces_field
 from .paging import cursor_field, limit_field, page_of
 from .resolution import resolve, resolve_span
 from .results import (
@@ -38,7 +38,7 @@ TYPE = ("The memory type: user (preferences, working style), feedback (correctio
         "(decisions and facts of this codebase) or reference (runbooks, links, external facts).")
 
 
-class ListInput(Selector):
+class ListInput(ReadSelector):
     type: MemoryType | None = Field(default=None, description=(
         "Only memories of this type: user, feedback, project or reference."))
     sort: Literal["recent", "name"] = Field(default="recent", description=(

@@ -14,7 +14,7 @@ from memory.recall.package import HEADER, block, recall_section_text, staleness_
 from memory.recall.pipeline import Recall, RecallCandidate, recall
 from memory.recall.query import parse_query
 
-from .inputs import Caller, Selector
+from .inputs import Caller, ReadSelector
 from .resolution import Resolved, resolve
 from .results import RecallBlock, SearchHit, SearchResult, WhyRecalled, memory_summary_from_fields
 from .scopes import visible_refs
@@ -23,7 +23,7 @@ from .scopes import visible_refs
 SIGNAL_DECAY = 0.8
 
 
-class SearchInput(Selector):
+class SearchInput(ReadSelector):
     query: str = Field(max_length=4000, description=(
         "A question or task in natural language (or a single word). A query with no meaningful word at all "
         "(only stopwords or one-letter words) is skipped: the result says skipped: true."))

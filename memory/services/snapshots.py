@@ -21,7 +21,7 @@ from memory.recall.pipeline import recall
 from memory.recall.query import parse_query
 from memory.sessions import snapshot as assembly
 
-from .inputs import Caller, Input, Selector, all_workspaces_field
+from .inputs import Caller, Input, ReadSelector, Selector, all_workspaces_field
 from .paging import cursor_field, limit_field, normalize_limit, page_of
 from .recall import record_recall
 from .resolution import Resolved, resolve, resolve_span
@@ -33,7 +33,7 @@ MAX_ATTEMPTS = 5
 _memo: dict[tuple[str, str, int], tuple[int, str, str, list[dict[str, Any]]]] = {}
 
 
-class SnapshotInput(Selector):
+class SnapshotInput(ReadSelector):
     # The ids `session start` accepts: a snapshot for a session records that session, and a row that the session
     # verbs and the inspector's session page refuse to name could never be shown or stopped.
     session_id: str | None = Field(default=None, pattern=SESSION_ID_PATTERN, description=(

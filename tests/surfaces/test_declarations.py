@@ -179,3 +179,17 @@ def test_the_enums_of_the_models_are_the_domains_closed_sets():
     for name, domain in expected.items():
         assert by_field[name] == {member.value for member in domain}, name
     assert by_field["sort"] == {"recent", "name"}
+
+
+def test_a_positional_with_choices_shows_them_in_the_usage_line(memory_parser):
+    token = _leaf_parsers(memory_parser)[("token",)]
+    assert token.format_usage().rstrip().endswith("{rotate,path}")
+
+
+def test_a_read_over_every_visible_scope_describes_its_scope_as_a_filter_and_a_write_as_its_destination():
+    schemas = {verb.tool.name: input_schema(verb.input) for verb in VERBS if verb.tool}
+    for name in ("compozy__memory_list", "compozy__memory_search", "compozy__memory_snapshot"):
+        described = schemas[name]["properties"]["scope"]["description"]
+        assert "Omitted: every scope visible here" in described and "write" not in described, name
+    for name in ("compozy__memory_propose", "compozy__memory_note"):
+        assert "the memory type picks it" in schemas[name]["properties"]["scope"]["description"], name
