@@ -85,8 +85,8 @@ def emit_error(error: dict[str, Any], output: str, flags: dict[str, str] | None 
 
 
 def when(value: str | None, missing: str = "-") -> str:
-    """A stored RFC 3339 instant as the tables print it, to the second and marked UTC: single-item views printed
-    the raw value with microseconds ("2026-12-01T03:49:12.989115Z") beside tables that print "2026-12-01 03:49:12"."""
+    """A stored RFC 3339 instant as every view prints it, to the second and marked UTC (the inspector shows local
+    time, so an unmarked time in a terminal was read as local)."""
     return f"{value[:19].replace('T', ' ')} UTC" if value else missing
 
 
@@ -124,7 +124,7 @@ def human_revert(document: dict[str, Any]) -> str:
 
 
 def human_list(document: dict[str, Any]) -> str:
-    rows = [(m["filename"], _scope_label(m), m["type"], (m["updated_at"] or "")[:19].replace("T", " "), m["name"])
+    rows = [(m["filename"], _scope_label(m), m["type"], when(m["updated_at"], ""), m["name"])
             for m in document["memories"]]
     page = document["page"]
     if not rows:
@@ -152,7 +152,7 @@ def human_show(document: dict[str, Any]) -> str:
 
 def human_decisions(document: dict[str, Any]) -> str:
     rows = [(d["id"], d["op"], d["origin"], d["target_filename"], _scope_label(d),
-             (d["decided_at"] or "")[:19].replace("T", " "), "yes" if d["applied_at"] else "NO")
+             when(d["decided_at"], ""), "yes" if d["applied_at"] else "NO")
             for d in document["decisions"]]
     if not rows:
         return "No decisions."
@@ -185,7 +185,7 @@ def human_decision(document: dict[str, Any]) -> str:
 
 
 def human_history(document: dict[str, Any]) -> str:
-    rows = [((h["ts"] or "")[:19].replace("T", " "), h["operation"], h["filename"], _scope_label(h), h["actor"])
+    rows = [(when(h["ts"], ""), h["operation"], h["filename"], _scope_label(h), h["actor"])
             for h in document["history"]]
     if not rows:
         return "No history."
@@ -275,7 +275,7 @@ def human_snapshot_log(document: dict[str, Any]) -> str:
 def human_prune(document: dict[str, Any]) -> str:
     verb = "would prune" if document["dry_run"] else "pruned"
     head = (f"{verb} {document['pruned']} applied decision(s) older than {document['days']} days "
-            f"(before {document['cutoff'][:19].replace('T', ' ')}); kept {document['kept']} that existing files need")
+            f"(before {when(document['cutoff'])}); kept {document['kept']} that existing files need")
     rows = [(r["root_key"], r["pruned"], r["kept"]) for r in document["roots"]]
     return head if not rows else head + "\n" + table(rows, ["root", "pruned", "kept"], max_width=70)
 
@@ -323,7 +323,7 @@ def human_dream_status(document: dict[str, Any]) -> str:
 
 def human_dream_list(document: dict[str, Any]) -> str:
     rows = [(r["id"], r["status"], r["trigger"] + (" forced" if r["forced"] else ""), r["candidate_count"],
-             r["promoted"], r["decision_op"] or "-", (r["started_at"] or "")[:19].replace("T", " "))
+             r["promoted"], r["decision_op"] or "-", when(r["started_at"], ""))
             for r in document["dreams"]]
     if not rows:
         # An empty list said nothing about why; status says which gate waits for what.
@@ -421,7 +421,7 @@ def human_session_history(d: dict[str, Any]) -> str:
     head = f"session {d['session_id']}: {d['rows']} ledger rows kept ({d['archived']} archived)"
     if not d["events"]:
         return head + "\nNo operations recorded."
-    rows = [((e["ts"] or "")[:19].replace("T", " "), e["op"], e["target"], e["actor"],
+    rows = [(when(e["ts"], ""), e["op"], e["target"], e["actor"],
              ", ".join(f"{key}={value}" for key, value in sorted(e["metadata"].items())
                        if isinstance(value, (str, int, float, bool))))
             for e in d["events"]]
@@ -436,7 +436,7 @@ def human_session_list(d: dict[str, Any]) -> str:
     if not d["sessions"]:
         return "No sessions."
     rows = [(s["session_id"], s["type"], s["status"], s["agent_name"], s["events"], s["archived"],
-             (s["started_at"] or "")[:19].replace("T", " ")) for s in d["sessions"]]
+             when(s["started_at"], "")) for s in d["sessions"]]
     page = d["page"]
     footer = f"\n{len(rows)} of {page['total']} shown"
     if page["has_more"]:

@@ -245,14 +245,20 @@ def test_human_session_events_name_the_archived_column(cli):
     assert table[1].split()[:4] == ["1", "t1", "user_message", "no"], table
 
 
-def test_single_item_views_print_times_to_the_second_in_utc_like_the_tables(cli):
+def test_every_view_prints_times_to_the_second_and_marked_utc(cli):
     written = cli("memory", "write", "--type", "project", "--name", "Timed", "--description", "Times in views",
                   "--content", "A view prints its times as the tables do.", "-o", "json")
     assert written.code == 0, written.stderr
     cli("session", "start", "--session", "timed-1")
+    appended = cli("session", "append", "timed-1", "--kind", "user_message", "--content", "Hi.", "--turn-id", "t1")
+    assert appended.code == 0, appended.stderr
     views = [cli("memory", "show", "project_timed.md").stdout,
              cli("memory", "decisions", "show", written.json["decision"]["id"]).stdout,
-             cli("session", "show", "timed-1").stdout, cli("memory", "health").stdout]
+             cli("session", "show", "timed-1").stdout, cli("memory", "health").stdout,
+             # and the tables: the inspector shows local time, so an unmarked time here read as local
+             cli("memory", "list").stdout, cli("memory", "decisions", "list").stdout,
+             cli("memory", "history").stdout, cli("session", "list").stdout,
+             cli("session", "history", "timed-1").stdout]
     for view in views:
         assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", view), view
         assert not re.search(r"\d\d:\d\d:\d\d\.\d+Z", view), view  # no raw stored value with microseconds
