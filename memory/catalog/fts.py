@@ -292,6 +292,14 @@ _ENTRY_ROWS_SQL = (_ROW_COLUMNS + "FROM memory_catalog_entries e CROSS JOIN memo
 # order: chunks by rowid first. Left to itself, SQLite walks the root's whole index.
 _CHUNK_ROWS_SQL = (_ROW_COLUMNS + "FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
                    "WHERE c.id IN (SELECT value FROM json_each(%s))")
+# What a semantic-only candidate is ranked by (its score's recency and signal, the sort's filename and root): its
+# whole row, passage included, is read only if it places.
+_CHUNK_RANKING_SQL = ("SELECT c.id, e.id, e.root_key, e.filename, e.updated_at, "
+                      "(SELECT s.recall_score FROM memory_recall_signals s "
+                      "WHERE s.root_key = e.root_key AND s.filename = e.filename) "
+                      "FROM memory_chunks c CROSS JOIN memory_catalog_entries e ON e.id = c.entry_id "
+                      "WHERE c.id IN (SELECT value FROM json_each(%s))")
+RANKING_COLUMNS = ("chunk_id", "entry_id", "root_key", "filename", "updated_at", "recall_signal")
 _ENTRY_HEADERS_SQL = ("SELECT e.id, e.filename, e.name, e.description FROM memory_catalog_entries e "
                       "WHERE e.id IN (SELECT value FROM json_each(%s))")
 
@@ -330,6 +338,15 @@ def chunk_rows(cursor, chunk_ids: list[int]) -> list[tuple]:  # noqa: ANN001
         return []
     cursor.execute(_CHUNK_ROWS_SQL, [json.dumps(chunk_ids)])
     return [_recall_row(row, 0.0) for row in cursor.fetchall()]
+
+
+def chunk_ranking_rows(cursor, chunk_ids: list[int]) -> list[tuple]:  # noqa: ANN001
+    """Rows of RANKING_COLUMNS for these chunks, in no particular order: the same values as chunk_rows gives for
+    those columns."""
+    if not chunk_ids:
+        return []
+    cursor.execute(_CHUNK_RANKING_SQL, [json.dumps(chunk_ids)])
+    return cursor.fetchall()
 
 
 def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001

@@ -440,6 +440,26 @@ def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: b
     return [SemanticHit(entry, best[entry][0], best[entry][1], best[entry][0] < gate) for entry in order]
 
 
+def _read_placed(ranked: list[RecallCandidate], top_k: int) -> list[RecallCandidate]:
+    """The ranking with whole rows for the semantic-only candidates among its first `top_k`, which hold only what
+    ranked them (fts.RANKING_COLUMNS; nothing is shadowed, so no candidate below them is looked at). A memory
+    deleted since it was ranked leaves the ranking, and the next one moves up."""
+    while True:
+        pending = {candidate.row["chunk_id"]: candidate for candidate in ranked[:top_k]
+                   if "passage" not in candidate.row}
+        if not pending:
+            return ranked
+        with connection.cursor() as cursor:
+            found = {values[-2]: values for values in fts.chunk_rows(cursor, sorted(pending))}
+        for chunk_id, candidate in pending.items():
+            if chunk_id in found:
+                candidate.row = dict(zip(fts.RECALL_COLUMNS, found[chunk_id], strict=True))
+        gone = {id(candidate) for chunk_id, candidate in pending.items() if chunk_id not in found}
+        if not gone:
+            return ranked
+        ranked = [candidate for candidate in ranked if id(candidate) not in gone]
+
+
 def _rank_score(rank: int | None, k: float) -> float:
     """Reciprocal rank, scaled so that a list's first entry scores 1: k/(k+rank)."""
     return 0.0 if rank is None else k / (k + rank)
@@ -477,6 +497,9 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
         semantic: list[SemanticHit] = []
         semantic_rows: dict[int, dict[str, Any]] = {}
+        # A memory is shadowed only by one in another root: with a single visible root holding memories at this
+        # generation, nothing is, and only the first top_k of the ranking are looked at.
+        holders = visible.holding_memories()
         if weights.semantic > 0:
             try:
                 lexical = {row["chunk_id"] for row in unicode_list + trigram_list if row.get("chunk_id")}
@@ -485,8 +508,14 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
                 known = {row["entry_id"] for row in unicode_list + trigram_list}
                 # Rows are read only for the memories this list alone brings in.
                 joining = {hit.chunk_id for hit in semantic if not hit.gated and hit.entry_id not in known}
-                semantic_rows = {values[0]: dict(zip(columns, values, strict=True))
-                                 for values in fts.chunk_rows(cursor, sorted(joining))}
+                if len(holders) < 2:
+                    # What ranks them only; whole rows for the few that place (_read_placed). Most of the 50 are
+                    # cut, and their rows (passage, converted timestamps) were a millisecond a question at 10,000.
+                    semantic_rows = {values[1]: dict(zip(fts.RANKING_COLUMNS, values, strict=True))
+                                     for values in fts.chunk_ranking_rows(cursor, sorted(joining))}
+                else:
+                    semantic_rows = {values[0]: dict(zip(columns, values, strict=True))
+                                     for values in fts.chunk_rows(cursor, sorted(joining))}
             except EmbedderError as exc:
                 # Recall still answers, from the lexical lists, and says what it could not do.
                 warning = f"semantic candidates unavailable, lexical recall only: {exc}"
@@ -525,9 +554,8 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         candidate.score = round(sum(parts.values()), 6)
 
     ranked = sorted(candidates.values(), key=lambda c: (-c.score, c.row["filename"], c.row["root_key"]))
-    # A memory is shadowed only by one in another root: with a single visible root holding memories at this
-    # generation, there is nothing to look up.
-    holders = visible.holding_memories()
+    if len(holders) < 2 and semantic_rows:
+        ranked = _read_placed(ranked, top_k)
     # Only the head of the ranking can become results; look its holders up first and the rest only if needed.
     deepest = _deepest_holders(ranked[: top_k * 3], holders)
     winners: list[RecallCandidate] = []
