@@ -181,7 +181,8 @@ class RankSplit:
 
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
             include_system: bool, limit: int, owners: Owners | None = None,
-            have_rows: set[int] | frozenset[int] = frozenset(), split: RankSplit | None = None) -> list[tuple]:
+            have_rows: set[int] | frozenset[int] = frozenset(), split: RankSplit | None = None,
+            stubs: bool = False) -> list[tuple]:
     score = f"bm25({table}, {', '.join(str(w) for w in weights)})"
     roots = ", ".join("%s" for _ in root_keys)
     system = "" if include_system else " AND e.is_system = 0"
@@ -229,6 +230,8 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
         ranked = _best_per_entry(cursor.fetchall(), limit)
     if not ranked:
         return []
+    if stubs:
+        return [_stub_row(chunk, entry, value) for chunk, entry, value in ranked]
     wanted = [chunk for chunk, entry, _value in ranked if entry not in have_rows]
     by_chunk: dict[int, tuple] = {}
     if wanted:
@@ -358,8 +361,9 @@ def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_sys
 
 
 def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001
-                   owners: Owners | None = None, have_rows: set[int] | frozenset[int] = frozenset()) -> list[tuple]:
+                   owners: Owners | None = None, have_rows: set[int] | frozenset[int] = frozenset(),
+                   stubs: bool = False) -> list[tuple]:
     """Rows of RECALL_COLUMNS, best bm25 first, from the trigram index: partial words and typos. Memories in
-    `have_rows` (entry ids) come as stubs: entry id, score and chunk id only."""
+    `have_rows` (entry ids), and every memory with `stubs`, come as stubs: entry id, score and chunk id only."""
     return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit, owners,
-                   have_rows)
+                   have_rows, stubs=stubs)

@@ -441,8 +441,8 @@ def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: b
 
 
 def _read_placed(ranked: list[RecallCandidate], top_k: int) -> list[RecallCandidate]:
-    """The ranking with whole rows for the semantic-only candidates among its first `top_k`, which hold only what
-    ranked them (fts.RANKING_COLUMNS; nothing is shadowed, so no candidate below them is looked at). A memory
+    """The ranking with whole rows for the trigram- and semantic-only candidates among its first `top_k`, which hold
+    only what ranked them (fts.RANKING_COLUMNS; nothing is shadowed, so no candidate below them is looked at). A memory
     deleted since it was ranked leaves the ranking, and the next one moves up."""
     while True:
         pending = {candidate.row["chunk_id"]: candidate for candidate in ranked[:top_k]
@@ -488,18 +488,25 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
             context=settings.context, include_system=include_system, limit=pool)
         trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
                                                       unfound=unfound)
+        # A memory is shadowed only by one in another root: with a single visible root holding memories at this
+        # generation, nothing is, and only the first top_k of the ranking are looked at. Then the memories only the
+        # trigram or the semantic list brings are read with what ranks them (fts.RANKING_COLUMNS), in one statement
+        # after both lists, and whole rows only for the few that place (_read_placed): at 10,000 memories about 18
+        # and 48 of them a question, of which 0.4 and 1.6 placed, and their whole rows (passage, converted
+        # timestamps) cost over a millisecond.
+        holders = visible.holding_memories()
+        ranking_only = len(holders) < 2
         # The word index's memories are candidates with their rows already: the trigram list brings only its
         # ranks and best passages' ids for those (the candidate keeps the word index's row, as before).
+        unicode_ids = {row["entry_id"] for row in unicode_list}
         trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
                                           include_system=include_system, limit=pool, owners=visible,
-                                          have_rows={row["entry_id"] for row in unicode_list}
+                                          have_rows=unicode_ids, stubs=ranking_only
                                           ) if trigram_expression else []
         trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
         semantic: list[SemanticHit] = []
         semantic_rows: dict[int, dict[str, Any]] = {}
-        # A memory is shadowed only by one in another root: with a single visible root holding memories at this
-        # generation, nothing is, and only the first top_k of the ranking are looked at.
-        holders = visible.holding_memories()
+        joining: set[int] = set()
         if weights.semantic > 0:
             try:
                 lexical = {row["chunk_id"] for row in unicode_list + trigram_list if row.get("chunk_id")}
@@ -508,17 +515,20 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
                 known = {row["entry_id"] for row in unicode_list + trigram_list}
                 # Rows are read only for the memories this list alone brings in.
                 joining = {hit.chunk_id for hit in semantic if not hit.gated and hit.entry_id not in known}
-                if len(holders) < 2:
-                    # What ranks them only; whole rows for the few that place (_read_placed). Most of the 50 are
-                    # cut, and their rows (passage, converted timestamps) were a millisecond a question at 10,000.
-                    semantic_rows = {values[1]: dict(zip(fts.RANKING_COLUMNS, values, strict=True))
-                                     for values in fts.chunk_ranking_rows(cursor, sorted(joining))}
-                else:
+                if not ranking_only:
                     semantic_rows = {values[0]: dict(zip(columns, values, strict=True))
                                      for values in fts.chunk_rows(cursor, sorted(joining))}
             except EmbedderError as exc:
                 # Recall still answers, from the lexical lists, and says what it could not do.
                 warning = f"semantic candidates unavailable, lexical recall only: {exc}"
+        if ranking_only:
+            chunks = {row["chunk_id"] for row in trigram_list if row["entry_id"] not in unicode_ids} | joining
+            ranking = {values[0]: dict(zip(fts.RANKING_COLUMNS, values, strict=True))
+                       for values in fts.chunk_ranking_rows(cursor, sorted(chunks))}
+            # A trigram hit whose memory went since it was ranked leaves the list, as a missing row did before.
+            trigram_list = [row if row["entry_id"] in unicode_ids else ranking[row["chunk_id"]]
+                            for row in trigram_list if row["entry_id"] in unicode_ids or row["chunk_id"] in ranking]
+            semantic_rows = {ranking[chunk]["entry_id"]: ranking[chunk] for chunk in joining if chunk in ranking}
     candidates: dict[int, RecallCandidate] = {}
     for rank, row in enumerate(unicode_list):
         candidates[row["entry_id"]] = RecallCandidate(row=row, unicode_rank=rank)
@@ -554,7 +564,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         candidate.score = round(sum(parts.values()), 6)
 
     ranked = sorted(candidates.values(), key=lambda c: (-c.score, c.row["filename"], c.row["root_key"]))
-    if len(holders) < 2 and semantic_rows:
+    if ranking_only:
         ranked = _read_placed(ranked, top_k)
     # Only the head of the ranking can become results; look its holders up first and the rest only if needed.
     deepest = _deepest_holders(ranked[: top_k * 3], holders)

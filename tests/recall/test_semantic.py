@@ -93,22 +93,27 @@ def test_search_still_answers_from_the_lexical_lists_with_a_warning_when_the_emb
     assert all(item["why_recalled"]["semantic"] == 0 for item in result["results"])
 
 
-def test_semantic_only_memories_are_read_whole_only_when_they_place_and_the_answer_is_the_same_as_reading_all(
-        ws, monkeypatch):
+EXTRA = {
+    "project_car.md": ("Commute", "Getting to the office", "Everyone comes by car; parking is free behind the office."),
+    "project_bikes.md": ("Bicycles", "Cycling in", "A rack by the side door holds twenty bicycles."),
+    "project_train.md": ("Train", "Rail travel", "The station is a ten minute walk from the building."),
+    "project_lunch.md": ("Lunch", "Eating out", "The canteen on the ground floor opens at noon."),
+    "project_badges.md": ("Badges", "Entry", "Visitors collect a badge from reception before going up."),
+}
+
+
+@pytest.mark.parametrize(("question", "alone"), [
+    ("where can I leave my automobile when I arrive at work", "semantic"),  # the car, by its vector alone
+    ("where are the runtime docs and the grafanna dashbords", "trigram"),  # the dashboards, by their typos' grams
+])
+def test_memories_only_the_trigram_or_semantic_list_finds_are_read_whole_only_when_they_place_with_the_same_answer(
+        ws, monkeypatch, question, alone):
     from memory.catalog import fts
     from memory.catalog.owners import Owners
     from memory.domain.models import utc_now
     from memory.services import recall as recall_service
 
-    extra = {
-        "project_car.md": ("Commute", "Getting to the office",
-                           "Everyone comes by car; parking is free behind the office."),
-        "project_bikes.md": ("Bicycles", "Cycling in", "A rack by the side door holds twenty bicycles."),
-        "project_train.md": ("Train", "Rail travel", "The station is a ten minute walk from the building."),
-        "project_lunch.md": ("Lunch", "Eating out", "The canteen on the ground floor opens at noon."),
-        "project_badges.md": ("Badges", "Entry", "Visitors collect a badge from reception before going up."),
-    }
-    put_library(ws, {**LIBRARY, **extra})
+    put_library(ws, {**LIBRARY, **EXTRA})
     # Both searches see the same signals and the same clock, so their answers can be compared whole.
     monkeypatch.setattr(recall_service, "_update_signals", lambda *args, **kwargs: None)
     moment = utc_now()
@@ -116,20 +121,24 @@ def test_semantic_only_memories_are_read_whole_only_when_they_place_and_the_answ
     read: list[int] = []
     real = fts.chunk_rows
     monkeypatch.setattr(fts, "chunk_rows", lambda cursor, ids: read.extend(ids) or real(cursor, ids))
-    question = "where can I leave my automobile when I arrive at work"
+    ranked_by: list[int] = []
+    real_ranking = fts.chunk_ranking_rows
+    monkeypatch.setattr(fts, "chunk_ranking_rows",
+                        lambda cursor, ids: ranked_by.extend(ids) or real_ranking(cursor, ids))
 
-    ranked_first = r.search(ws, question, top_k=2)
-    semantic_only = [item for item in ranked_first["results"]
-                     if item["why_recalled"]["unicode"] == 0 and item["why_recalled"]["trigram"] == 0]
-    assert semantic_only, "the question must bring a memory through its vector alone"
-    assert all(item["memory"]["name"] and item["snippet"] for item in semantic_only)
-    assert 0 < len(read) <= 2  # whole rows for the placed ones only
-    light_reads = len(read)
+    ranked_first = r.search(ws, question, top_k=3)
+    brought = [item for item in ranked_first["results"] if item["why_recalled"]["unicode"] == 0
+               and item["why_recalled"][alone] > 0
+               and (alone == "trigram" or item["why_recalled"]["trigram"] == 0)]
+    assert brought, [(i["memory"]["filename"], i["why_recalled"]) for i in ranked_first["results"]]
+    assert all(item["memory"]["name"] and item["memory"]["created_at"] and item["snippet"] for item in brought)
+    # Whole rows for the placed ones only, among more that were ranked by their ranking columns.
+    assert 0 < len(read) <= min(3, len(ranked_by))
 
-    # With a second root holding memories, shadowing is possible and every semantic-only row is read whole first.
+    # With a second root holding memories, shadowing is possible and every such row is read whole first.
     real_holders = Owners.holding_memories
     monkeypatch.setattr(Owners, "holding_memories", lambda self: [*real_holders(self), "elsewhere:nothing"])
-    read.clear()
-    read_all = r.search(ws, question, top_k=2)
-    assert len(read) > light_reads
+    ranked_by.clear()
+    read_all = r.search(ws, question, top_k=3)
+    assert ranked_by == []
     assert read_all["results"] == ranked_first["results"]
