@@ -467,6 +467,11 @@ def _rank_score(rank: int | None, k: float) -> float:
     return 0.0 if rank is None else k / (k + rank)
 
 
+def _list_parts(weight: float, k: float, size: int) -> dict[int | None, float]:
+    """A list's part of the score for each rank it gives (None: absent from the list)."""
+    return {rank: round(weight * _rank_score(rank, k), 6) for rank in [None, *range(size)]}
+
+
 def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: int, include_system: bool,
            now: datetime | None = None) -> Recall:
     from memory.catalog.indexer import current_generation
@@ -549,6 +554,11 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     w_unicode, w_trigram, w_semantic = weights.unicode, weights.trigram, weights.semantic
     w_recency, w_signal, half_life = weights.recency, weights.signal, settings.recency_half_life_days
     naive_now = now.replace(tzinfo=None) if now.tzinfo is not None else now
+    # A list's part depends on the rank alone: each value computed once per rank (the same expression), not once
+    # per candidate (three rounds a candidate, ~140 candidates a question at 10,000).
+    unicode_parts = _list_parts(w_unicode, k, len(unicode_list))
+    trigram_parts = _list_parts(w_trigram, k, len(trigram_list))
+    semantic_parts = _list_parts(w_semantic, k, len(semantic))
     for candidate in candidates.values():
         row = candidate.row
         updated = row["updated_at"]
@@ -556,9 +566,9 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         age = (naive_now - updated) if updated.tzinfo is None else (now - updated)
         age_days = max(0.0, age.total_seconds() / 86_400)
         candidate.parts = parts = {
-            "unicode": round(w_unicode * _rank_score(candidate.unicode_rank, k), 6),
-            "trigram": round(w_trigram * _rank_score(candidate.trigram_rank, k), 6),
-            "semantic": round(w_semantic * _rank_score(candidate.semantic_rank, k), 6),
+            "unicode": unicode_parts[candidate.unicode_rank],
+            "trigram": trigram_parts[candidate.trigram_rank],
+            "semantic": semantic_parts[candidate.semantic_rank],
             "recency": round(w_recency * 0.5 ** (age_days / half_life), 6),
             # Read with the row (fts.RECALL_COLUMNS); None before the memory's first recall.
             "signal": round(w_signal * (row["recall_signal"] or 0.0), 6),

@@ -222,3 +222,13 @@ def test_the_terms_a_text_holds_are_those_the_word_boundary_regex_finds():
         assert _terms_in(pattern, text) == expected, text
     assert _terms_in(pattern, "Deployment of the DB") == {1, 2}
     assert _terms_in(pattern, "redeploy the db2 and dbs") == set()
+
+
+def test_a_lists_part_of_the_score_is_the_reciprocal_rank_formula_for_every_rank_and_zero_when_absent():
+    from memory.recall.pipeline import _list_parts
+
+    parts = _list_parts(0.55, 1.0, 50)
+    assert parts[None] == 0.0
+    assert parts[0] == 0.55 and parts[1] == 0.275
+    assert all(parts[rank] == round(0.55 * 1.0 / (1.0 + rank), 6) for rank in range(50))
+    assert set(parts) == {None, *range(50)}
