@@ -44,6 +44,9 @@ def _no_derived_state_across_tests():
         sys.modules["memory.catalog.vectors"].forget_matrices()
     if "memory.catalog.owners" in sys.modules:
         sys.modules["memory.catalog.owners"].forget_owners()
+    if "memory.recall.side_thread" in sys.modules:
+        # A test that started recall's side thread leaves no thread (nor its connection) to the next.
+        sys.modules["memory.recall.side_thread"].shut_down()
 
 
 @pytest.fixture

@@ -232,6 +232,13 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
         return []
     if stubs:
         return [_stub_row(chunk, entry, value) for chunk, entry, value in ranked]
+    return _with_rows(cursor, ranked, have_rows)
+
+
+def _with_rows(cursor, ranked: list[tuple[int, int, float]],  # noqa: ANN001
+               have_rows: set[int] | frozenset[int]) -> list[tuple]:
+    """Ranked hits (chunk id, entry id, score) as rows of RECALL_COLUMNS: stubs for the entries in `have_rows`,
+    whole rows read for the others; a hit whose row is gone (deleted since it was ranked) leaves the list."""
     wanted = [chunk for chunk, entry, _value in ranked if entry not in have_rows]
     by_chunk: dict[int, tuple] = {}
     if wanted:
@@ -239,6 +246,13 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
         by_chunk = {row[0]: row for row in cursor.fetchall()}
     return [_stub_row(chunk, entry, value) if entry in have_rows else _recall_row(by_chunk[chunk], value)
             for chunk, entry, value in ranked if entry in have_rows or chunk in by_chunk]
+
+
+def rows_for_stubs(cursor, stubs: list[tuple], *, have_rows: set[int] | frozenset[int]) -> list[tuple]:  # noqa: ANN001
+    """A ranking fetched as stubs (`stubs=True`) with whole rows for the entries not in `have_rows`: the same rows,
+    in the same order, as the ranking fetched with `have_rows` in the first place (the row read is its own
+    statement either way)."""
+    return _with_rows(cursor, [(row[-2], row[0], row[1]) for row in stubs], have_rows)
 
 
 def _merge(first: list[tuple[int, float]], second: list[tuple[int, float]], fetch: int) -> list[tuple[int, float]]:

@@ -21,6 +21,7 @@ from memory.catalog.fts import quote_term
 from memory.domain.models import SCOPE_DEPTH, ScopeRef, utc_now
 from memory.providers.embeddings import EmbedderError
 
+from . import side_thread
 from .query import RecallQuery, stem
 
 # Re-ranking of the word index's candidates. bm25 over OR-joined terms already prefers memories sharing more of
@@ -398,18 +399,27 @@ class SemanticHit:
     gated: bool  # farther from the query than the median lexical candidate: ranks those, never joins them
 
 
-def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: bool, limit: int, generation: int,
-                  lexical: set[int]) -> list[SemanticHit]:
-    """The memories whose passages are nearest the query in the embedding space, best first (each memory by its
-    best passage); `lexical` holds the chunk ids the lexical lists found, which gate the memories only this list
-    finds. Raises EmbedderError when the query cannot be embedded."""
+@dataclass(frozen=True)
+class SemanticScores:
+    """The part of the semantic list that needs no lexical list: each root's similarity of every chunk to the query
+    (before system files are masked, for the gate) and each memory's best passage among the nearest chunks."""
+
+    roots: list[tuple[np.ndarray, np.ndarray]]  # (chunk ids, similarity) per root with vectors of this model
+    best: dict[int, tuple[float, int]]  # entry id -> (similarity, chunk id) of its best passage
+    limit: int
+
+
+def semantic_scores(query: RecallQuery, *, root_keys: list[str], include_system: bool, limit: int,
+                    generation: int) -> SemanticScores | None:
+    """The query's nearest memories in the embedding space, ungated; None without an embedder. Raises
+    EmbedderError when the query cannot be embedded."""
     current = vectors.embedder()
     if current is None or limit < 1:
-        return []
+        return None
     query_vector = current.embed([query.text])[0]
     model = current.model_id
     best: dict[int, tuple[float, int]] = {}
-    lexical_similarity: list[float] = []
+    scored: list[tuple[np.ndarray, np.ndarray]] = []
     for root_key in root_keys:
         root = vectors.root_matrix(root_key, generation, model)
         if not len(root.chunk_ids) or root.matrix.shape[1] != query_vector.shape[0]:
@@ -418,12 +428,7 @@ def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: b
         # few thousand rows; on a shared machine those threads wait for a core and then spin after the call,
         # so the product took 2-10 ms of wall time at 10,000 chunks, against ~0.6 ms on one core here.
         similarity = np.einsum("ij,j->i", root.matrix, query_vector)
-        if lexical:
-            wanted = np.fromiter(lexical, dtype=np.int64, count=len(lexical))
-            where = np.searchsorted(root.chunk_ids, wanted)
-            found = where[(where < len(root.chunk_ids))]
-            found = found[root.chunk_ids[found] == wanted[where < len(root.chunk_ids)]]
-            lexical_similarity.extend(float(value) for value in similarity[found])
+        scored.append((root.chunk_ids, similarity))
         if not include_system:
             similarity = np.where(root.system, -np.inf, similarity)
         # Enough chunks to hold `limit` memories even when long memories place several passages near the top.
@@ -437,9 +442,36 @@ def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: b
             value, entry = float(similarity[index]), int(root.entry_ids[index])
             if entry not in best or value > best[entry][0]:
                 best[entry] = (value, int(root.chunk_ids[index]))
-    order = sorted(best, key=lambda entry: (-best[entry][0], entry))[:limit]
+    return SemanticScores(scored, best, limit)
+
+
+def semantic_gate(scores: SemanticScores | None, lexical: set[int]) -> list[SemanticHit]:
+    """The semantic list, best first (each memory by its best passage): `scores`' first `limit` memories, those
+    farther from the query than the median of the passages the lexical lists found (`lexical`, chunk ids)
+    marked as gated."""
+    if scores is None:
+        return []
+    lexical_similarity: list[float] = []
+    if lexical:
+        wanted = np.fromiter(lexical, dtype=np.int64, count=len(lexical))
+        for chunk_ids, similarity in scores.roots:
+            where = np.searchsorted(chunk_ids, wanted)
+            found = where[(where < len(chunk_ids))]
+            found = found[chunk_ids[found] == wanted[where < len(chunk_ids)]]
+            lexical_similarity.extend(float(value) for value in similarity[found])
+    best = scores.best
+    order = sorted(best, key=lambda entry: (-best[entry][0], entry))[:scores.limit]
     gate = float(np.median(lexical_similarity)) if lexical_similarity else np.inf
     return [SemanticHit(entry, best[entry][0], best[entry][1], best[entry][0] < gate) for entry in order]
+
+
+def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: bool, limit: int, generation: int,
+                  lexical: set[int]) -> list[SemanticHit]:
+    """The memories whose passages are nearest the query in the embedding space, best first (each memory by its
+    best passage); `lexical` holds the chunk ids the lexical lists found, which gate the memories only this list
+    finds. Raises EmbedderError when the query cannot be embedded."""
+    return semantic_gate(semantic_scores(query, root_keys=root_keys, include_system=include_system, limit=limit,
+                                         generation=generation), lexical)
 
 
 def _read_placed(ranked: list[RecallCandidate], top_k: int) -> list[RecallCandidate]:
@@ -472,6 +504,25 @@ def _list_parts(weight: float, k: float, size: int) -> dict[int | None, float]:
     return {rank: round(weight * _rank_score(rank, k), 6) for rank in [None, *range(size)]}
 
 
+def _side_lists(query: RecallQuery, *, trigram_expression: str | None, root_keys: list[str], include_system: bool,
+                pool: int, visible: owners.Owners, generation: int,
+                semantic: bool) -> tuple[list[tuple], SemanticScores | None, EmbedderError | None]:
+    """What recall needs that does not depend on the word index's ranking: the trigram ranking (as stubs: entry
+    id, score, chunk id) and the semantic similarities, or the embedder's error. Runs in whichever thread
+    side_thread gives it, on that thread's connection."""
+    with connection.cursor() as cursor:
+        trigram = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
+                                     include_system=include_system, limit=pool, owners=visible,
+                                     stubs=True) if trigram_expression else []
+    if not semantic:
+        return trigram, None, None
+    try:
+        return trigram, semantic_scores(query, root_keys=root_keys, include_system=include_system, limit=pool,
+                                        generation=generation), None
+    except EmbedderError as exc:
+        return trigram, None, exc
+
+
 def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: int, include_system: bool,
            now: datetime | None = None) -> Recall:
     from memory.catalog.indexer import current_generation
@@ -488,13 +539,21 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         common, rare, unseen, unfound = classify_terms(cursor, query, generation)
         visible = owners.owners(cursor, root_keys, generation)
         expression, split = word_ranking(cursor, query, common, generation, pool)
+        trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
+                                                      unfound=unfound)
+        # The trigram ranking and the semantic similarities need nothing from the word index's ranking: they run
+        # in the side thread (when usable) while this thread ranks by the word index; the semantic gate, which
+        # needs the lexical lists' passages, is applied after both (side_thread explains why the answer is the
+        # same as running all of it here, which is what happens when the side thread is not usable).
+        side = side_thread.start(_side_lists, query, trigram_expression=trigram_expression, root_keys=root_keys,
+                                 include_system=include_system, pool=pool, visible=visible, generation=generation,
+                                 semantic=weights.semantic > 0)
         unicode_rows = fts.recall_unicode(cursor, expression=expression, root_keys=root_keys,
                                           include_system=include_system, limit=pool, owners=visible, split=split)
         unicode_list = with_session_context(
             cursor, rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern), pattern,
             context=settings.context, include_system=include_system, limit=pool)
-        trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
-                                                      unfound=unfound)
+        trigram_stubs, scores, embedder_error = side.result()
         # A memory is shadowed only by one in another root: with a single visible root holding memories at this
         # generation, nothing is, and only the first top_k of the ranking are looked at. Then the memories only the
         # trigram or the semantic list brings are read with what ranks them (fts.RANKING_COLUMNS), in one statement
@@ -506,28 +565,24 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         # The word index's memories are candidates with their rows already: the trigram list brings only its
         # ranks and best passages' ids for those (the candidate keeps the word index's row, as before).
         unicode_ids = {row["entry_id"] for row in unicode_list}
-        trigram_rows = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
-                                          include_system=include_system, limit=pool, owners=visible,
-                                          have_rows=unicode_ids, stubs=ranking_only
-                                          ) if trigram_expression else []
+        trigram_rows = (trigram_stubs if ranking_only
+                        else fts.rows_for_stubs(cursor, trigram_stubs, have_rows=unicode_ids))
         trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
         semantic: list[SemanticHit] = []
         semantic_rows: dict[int, dict[str, Any]] = {}
         joining: set[int] = set()
-        if weights.semantic > 0:
-            try:
-                lexical = {row["chunk_id"] for row in unicode_list + trigram_list if row.get("chunk_id")}
-                semantic = semantic_list(query, root_keys=root_keys, include_system=include_system,
-                                         limit=pool, generation=generation, lexical=lexical)
-                known = {row["entry_id"] for row in unicode_list + trigram_list}
-                # Rows are read only for the memories this list alone brings in.
-                joining = {hit.chunk_id for hit in semantic if not hit.gated and hit.entry_id not in known}
-                if not ranking_only:
-                    semantic_rows = {values[0]: dict(zip(columns, values, strict=True))
-                                     for values in fts.chunk_rows(cursor, sorted(joining))}
-            except EmbedderError as exc:
-                # Recall still answers, from the lexical lists, and says what it could not do.
-                warning = f"semantic candidates unavailable, lexical recall only: {exc}"
+        if embedder_error is not None:
+            # Recall still answers, from the lexical lists, and says what it could not do.
+            warning = f"semantic candidates unavailable, lexical recall only: {embedder_error}"
+        elif weights.semantic > 0:
+            lexical = {row["chunk_id"] for row in unicode_list + trigram_list if row.get("chunk_id")}
+            semantic = semantic_gate(scores, lexical)
+            known = {row["entry_id"] for row in unicode_list + trigram_list}
+            # Rows are read only for the memories this list alone brings in.
+            joining = {hit.chunk_id for hit in semantic if not hit.gated and hit.entry_id not in known}
+            if not ranking_only:
+                semantic_rows = {values[0]: dict(zip(columns, values, strict=True))
+                                 for values in fts.chunk_rows(cursor, sorted(joining))}
         if ranking_only:
             chunks = {row["chunk_id"] for row in trigram_list if row["entry_id"] not in unicode_ids} | joining
             ranking = {values[0]: dict(zip(fts.RANKING_COLUMNS, values, strict=True))

@@ -1,0 +1,81 @@
+"""Recall's side thread (memory.recall.side_thread): the same answers with it and without it, and never inside a
+transaction or on an in-memory database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from django.db import connection, transaction
+
+from memory.recall import side_thread
+from tests.conftest import REPO
+from tests.recall import helpers as rh
+
+
+def test_the_side_thread_gives_the_same_answers_keeps_its_connection_and_reopens_it_after_a_reconnect(
+        home, workspace_dir):
+    # A child process on a SQLite file: the pytest process's test database is in memory, where the side thread is
+    # never used.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("COMPOZY_")}
+    completed = subprocess.run([sys.executable, "-m", "tests.recall.side_thread_child", str(home),
+                                str(workspace_dir)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert report["roots"] == 2
+    assert report["compared"] == 20 and report["answered"] >= 16
+    assert report["differing"] == 0
+    # Each question ran twice with the side thread enabled, and both times it really ran there.
+    assert report["concurrent_runs"] == 2 * report["compared"]
+    assert report["ran_in_side_thread"] == [True, True, True]
+    assert report["side_connections_before_reconnect"] == 1
+    assert report["side_connections_after_reconnect"] == 2
+
+
+@pytest.mark.django_db
+def test_inside_a_transaction_recall_runs_in_the_calling_thread(workspace_dir):
+    rh.ensure_workspace(workspace_dir)
+    rh.put(rh.workspace_root(workspace_dir), "project_side.md", name="Side Thread", body="The side thread answers.")
+    from tests import helpers as h
+
+    h.reindex(workspace_dir)
+    before = side_thread.side_runs
+    with transaction.atomic():
+        assert connection.in_atomic_block
+        assert not side_thread.usable()
+        assert not side_thread.start(lambda: None).concurrent
+        assert rh.filenames(rh.search(workspace_dir, "side thread answers")) == ["project_side.md"]
+    assert side_thread.side_runs == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_an_in_memory_database_recall_runs_in_the_calling_thread(workspace_dir):
+    assert connection.is_in_memory_db() and not connection.in_atomic_block
+    assert not side_thread.usable()
+    before = side_thread.side_runs
+    rh.ensure_workspace(workspace_dir)
+    rh.put(rh.workspace_root(workspace_dir), "project_side.md", name="Side Thread", body="The side thread answers.")
+    from tests import helpers as h
+
+    h.reindex(workspace_dir)
+    assert rh.filenames(rh.search(workspace_dir, "side thread answers")) == ["project_side.md"]
+    assert side_thread.side_runs == before
+
+
+def test_an_error_in_the_side_call_is_raised_by_result_and_the_thread_stays_usable(monkeypatch):
+    monkeypatch.setattr(side_thread, "usable", lambda: True)  # calls that never touch the database
+
+    def fails() -> None:
+        raise ValueError("from the side")
+
+    before = side_thread.side_runs
+    pending = side_thread.start(fails)
+    assert pending.concurrent
+    with pytest.raises(ValueError, match="from the side"):
+        pending.result()
+    assert side_thread.start(lambda: 7).result() == 7
+    assert side_thread.side_runs == before + 1  # the call that raised does not count
+    side_thread.shut_down()
