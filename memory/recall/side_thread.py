@@ -13,7 +13,11 @@ When it is not used (`run` calls the function in the calling thread instead):
 - an in-memory database: another connection would not see the same data (or only through SQLite's shared cache);
 - while the side thread is busy with another thread's question (a server answering several clients at once):
   the caller does its own part rather than queue behind someone else's;
-- `enabled` False (benchmarks and tests compare both paths).
+- when the machine has no core to spare: the 1-minute load average at or above the number of cores (read at most
+  once a second). Then the side thread waits for a core, or the GIL's holder is preempted by another process
+  while the other thread waits for it, and the question took longer than in one thread (measured in paired
+  runs at load 3.4-4.4 on 2 cores: +0.5-1.3 ms wall a question at 10,000 memories);
+- `enabled` False; True skips the load check (benchmarks and tests compare both paths).
 
 Consistency is the same as running everything in the calling thread: outside a transaction every statement of a
 recall was already its own read transaction, so statements on another connection see the same committed data
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -37,7 +42,7 @@ from django.db.backends.signals import connection_created
 
 T = TypeVar("T")
 
-enabled = True
+enabled: bool | None = None  # None: when usable and a core is free; True: whenever usable; False: never
 # How many calls ran in the side thread (tests assert that the concurrent path really ran).
 side_runs = 0
 
@@ -64,9 +69,28 @@ class _Elsewhere(Exception):
     """The side thread's connection settings name another database than the caller's."""
 
 
+_load_checked = -1.0
+_core_free = False
+
+
+def core_free() -> bool:
+    """Whether the 1-minute load average leaves a core free (re-read at most once a second)."""
+    global _load_checked, _core_free
+    now = time.monotonic()
+    if now - _load_checked >= 1.0:
+        try:
+            _core_free = os.getloadavg()[0] < (os.cpu_count() or 1)
+        except OSError:  # no load average on this system
+            _core_free = False
+        _load_checked = now
+    return _core_free
+
+
 def usable() -> bool:
     """Whether a call may run in the side thread now (see the module's docstring)."""
-    return enabled and not connection.in_atomic_block and not connection.is_in_memory_db()
+    if enabled is False or connection.in_atomic_block or connection.is_in_memory_db():
+        return False
+    return enabled is True or core_free()
 
 
 def _in_side_thread(name: str, epoch: int, function: Callable[..., T], args: tuple, kwargs: dict) -> T:

@@ -79,3 +79,22 @@ def test_an_error_in_the_side_call_is_raised_by_result_and_the_thread_stays_usab
     assert side_thread.start(lambda: 7).result() == 7
     assert side_thread.side_runs == before + 1  # the call that raised does not count
     side_thread.shut_down()
+
+
+def test_by_default_the_side_thread_is_used_only_while_the_load_average_leaves_a_core_free(monkeypatch):
+    monkeypatch.setattr(side_thread, "enabled", None)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(side_thread, "_load_checked", -1.0)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 0.0, 0.0))
+    assert side_thread.core_free()
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.0, 0.0, 0.0))
+    assert side_thread.core_free()  # read at most once a second
+    monkeypatch.setattr(side_thread, "_load_checked", -1.0)
+    assert not side_thread.core_free()
+    # Busy machine: not used, whatever the database; enabled=True skips the load check (not the other rules).
+    monkeypatch.setattr(connection, "is_in_memory_db", lambda: False)
+    assert not side_thread.usable()
+    monkeypatch.setattr(side_thread, "enabled", True)
+    assert side_thread.usable()
+    monkeypatch.setattr(side_thread, "enabled", False)
+    assert not side_thread.usable()
