@@ -209,7 +209,8 @@ def rerank(query: RecallQuery, rows: list[dict[str, Any]], pattern: TermPattern)
 
 
 def with_session_context(cursor, matches: list[WordMatch], pattern: TermPattern, *,  # noqa: ANN001
-                         context: RecallContext, include_system: bool, limit: int) -> list[dict[str, Any]]:
+                         context: RecallContext, include_system: bool, limit: int,
+                         generation: int) -> list[dict[str, Any]]:
     """The word index's ranking with session context: each of the `window` memories recorded after a candidate in
     the same session gains `decay`^distance of the candidate's content match, scaled by its own header factor
     (relative to the best value).
@@ -228,8 +229,10 @@ def with_session_context(cursor, matches: list[WordMatch], pattern: TermPattern,
     content = {match.row["entry_id"]: match.content / best for match in matches}
     headers = {match.row["entry_id"]: match.header for match in matches}
     anchors = [match.row["entry_id"] for match in matches if match.row["origin_session"]]
-    followers = fts.session_successors(cursor, anchors, window=context.window, include_system=include_system)
-    new = fts.entry_headers(cursor, sorted({entry for _anchor, _distance, entry in followers} - rows.keys()))
+    followers = _session_successors(cursor, anchors, window=context.window, include_system=include_system,
+                                    generation=generation)
+    new = _entry_headers(cursor, sorted({entry for _anchor, _distance, entry in followers} - rows.keys()),
+                         generation)
     names = {entry: row["filename"] for entry, row in rows.items()}
     for entry, (filename, name, description) in new.items():
         headers[entry] = _header_factor(_header_terms(pattern, name, description))
@@ -300,9 +303,62 @@ def _catalog_statistics(cursor, generation: int) -> CatalogStatistics:  # noqa: 
     return found
 
 
+@dataclass
+class SessionFacts:
+    """Per database and memory generation, what session context reads of the catalog: each anchor's successors
+    (by window and whether system files count) and the headers of entries weighed as followers. Both depend only
+    on catalog rows, which change only with the generation; a question's anchors are mostly those of earlier
+    questions on the same subject (and, in a conversation's few hundred memories, of most questions)."""
+
+    successors: dict[tuple[int, bool], dict[int, tuple[tuple[int, int], ...]]] = field(default_factory=dict)
+    headers: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.headers) + sum(len(known) for known in self.successors.values())
+
+
+_session_facts: dict[tuple[str, int], SessionFacts] = {}
+
+
+def _facts(generation: int) -> SessionFacts:
+    key = (str(connection.settings_dict["NAME"]), generation)
+    found = _session_facts.get(key)
+    if found is None or found.size > _STATISTICS_MAX:
+        _session_facts.clear()
+        found = _session_facts[key] = SessionFacts()
+    return found
+
+
+def _session_successors(cursor, anchors: list[int], *, window: int, include_system: bool,  # noqa: ANN001
+                        generation: int) -> list[tuple[int, int, int]]:
+    """fts.session_successors, from the per-generation facts where known: (anchor, distance, entry) in the
+    statement's order (anchors by id, then distance), so gains add up in the same order."""
+    known = _facts(generation).successors.setdefault((window, include_system), {})
+    missing = [anchor for anchor in anchors if anchor not in known]
+    if missing:
+        found: dict[int, list[tuple[int, int]]] = {anchor: [] for anchor in missing}
+        for anchor, distance, entry in fts.session_successors(cursor, missing, window=window,
+                                                              include_system=include_system):
+            found[anchor].append((distance, entry))
+        known.update((anchor, tuple(following)) for anchor, following in found.items())
+    return [(anchor, distance, entry) for anchor in sorted(set(anchors)) for distance, entry in known[anchor]]
+
+
+def _entry_headers(cursor, entry_ids: list[int], generation: int) -> dict[int, tuple[str, str, str]]:  # noqa: ANN001
+    """fts.entry_headers, from the per-generation facts where known (an entry gone has no header, as before)."""
+    known = _facts(generation).headers
+    missing = [entry for entry in entry_ids if entry not in known]
+    if missing:
+        known.update(fts.entry_headers(cursor, missing))
+    return {entry: known[entry] for entry in entry_ids if entry in known}
+
+
 def forget_statistics() -> None:
-    """Drop the cached statistics (tests: each test's rollback makes generation numbers repeat)."""
+    """Drop the cached statistics and session facts (tests: each test's rollback makes generation numbers
+    repeat)."""
     _statistics.clear()
+    _session_facts.clear()
 
 
 def classify_terms(cursor, query: RecallQuery,  # noqa: ANN001
@@ -552,7 +608,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
                                           include_system=include_system, limit=pool, owners=visible, split=split)
         unicode_list = with_session_context(
             cursor, rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern), pattern,
-            context=settings.context, include_system=include_system, limit=pool)
+            context=settings.context, include_system=include_system, limit=pool, generation=generation)
         trigram_stubs, scores, embedder_error = side.result()
         # A memory is shadowed only by one in another root: with a single visible root holding memories at this
         # generation, nothing is, and only the first top_k of the ranking are looked at. Then the memories only the

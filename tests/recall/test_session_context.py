@@ -143,3 +143,20 @@ def test_a_write_in_a_session_records_that_session_and_its_follower_is_recalled(
         written.append(result["decision"]["target_filename"])
     assert dict(CatalogEntry.objects.values_list("filename", "origin_session")) == dict.fromkeys(written, "sess-1")
     assert r.filenames(r.search(ws, QUESTION)) == written
+
+
+def test_session_facts_kept_per_generation_follow_a_reply_written_after_a_search(ws):
+    # The successors and headers that session context reads are kept per memory generation: a memory written
+    # after a search is seen by the next one, and asking again gives the same answer from what was kept.
+    root = r.workspace_root(ws)
+    put_filler(root)
+    put_turns(root, [("project_asked.md", ASKED)], session="chat-1")
+    h.reindex(ws)
+    assert r.filenames(r.search(ws, QUESTION)) == ["project_asked.md"]
+    put_turns(root, [("project_reply.md", REPLY)], session="chat-1", start_minutes=59)
+    h.reindex(ws)
+    first = r.search(ws, QUESTION)
+    assert r.filenames(first) == ["project_asked.md", "project_reply.md"]
+    again = r.search(ws, QUESTION)  # (the score's signal part grew: the first search recorded a recall)
+    assert [(hit["memory"]["filename"], hit["why_recalled"]["unicode"]) for hit in again["results"]] == [
+        (hit["memory"]["filename"], hit["why_recalled"]["unicode"]) for hit in first["results"]]
