@@ -1,5 +1,9 @@
-"""Applying a decision: the file mutation, the catalog, MEMORY.md, the event, applied_at. Every step is
-idempotent, so this is also the replay path."""
+"""Applying a decision: the file mutation, then one transaction holding the catalog rows, MEMORY.md's line (a file
+write made while the transaction is open), the event, the generation and applied_at. Every step is idempotent, so
+this is also the replay path.
+
+One commit per applied decision, not two: the catalog rows and the event were committed apart until session 6,
+which cost a commit and the pages both transactions touch (each B-tree a commit touches is at least one WAL page)."""
 
 from __future__ import annotations
 
@@ -65,31 +69,39 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
             previous = upsert_rows([row])[0]
             # A kill here loses the rows, chunks and vectors together; replay writes them again.
             faults.hit("inside_catalog_write")
-        if curated:
-            line = index_line(filename, row.name, row.description)
-            # MEMORY.md is appended to only after the row commits, so a file without a row before this apply
-            # cannot be listed yet. With a row, a replay cannot know whether the crash came before or after the
-            # index was written, so it checks.
-            if previous is None and not external:
-                append_index_line(ref.root_key, root, line)
-            elif replaying or external or previous != (row.name, row.description):
-                update_index_line(ref.root_key, root, filename, line)
+            if curated:
+                line = index_line(filename, row.name, row.description)
+                # Inside the transaction, so the rows, the event and applied_at commit once (one commit a write,
+                # not two). A kill after MEMORY.md is written but before the commit leaves the line without its
+                # row; a replay therefore always splices the line (a no-op when it is there) instead of appending.
+                if previous is None and not external and not replaying:
+                    append_index_line(ref.root_key, root, line)
+                elif replaying or external or previous != (row.name, row.description):
+                    update_index_line(ref.root_key, root, filename, line)
+            _record_applied(decision)
     elif decision.op == Op.DELETE:
         if not external:
             files.remove_file(files.safe_path(root, filename), step=faults.hit)
         with transaction.atomic():
             delete_rows(ref.root_key, [filename])
-        if curated:
-            update_index_line(ref.root_key, root, filename, None)
+            if curated:
+                update_index_line(ref.root_key, root, filename, None)
+            _record_applied(decision)
+    else:
+        with transaction.atomic():
+            _record_applied(decision)
+
+
+def _record_applied(decision: Decision) -> None:
+    """The event, the generation and applied_at, in the caller's transaction (with the catalog rows, for a
+    mutation). The generation advances after MEMORY.md is written, so a snapshot taken at the new generation
+    always sees the new index."""
     faults.hit("after_reindex")
-    # The event and applied_at commit together; the generation advances with them, after MEMORY.md is written,
-    # so a snapshot taken at the new generation always sees the new index.
-    with transaction.atomic():
-        decision_events_record([decision])
-        if decision.op in MUTATING_OPS:
-            advance_generation()
-        faults.hit("before_applied")
-        stamp_applied([decision])
+    decision_events_record([decision])
+    if decision.op in MUTATING_OPS:
+        advance_generation()
+    faults.hit("before_applied")
+    stamp_applied([decision])
 
 
 def append_index_line(root_key: str, root: Path, line: str) -> None:

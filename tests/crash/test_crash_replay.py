@@ -231,16 +231,19 @@ def assert_clean_and_applied(run: Run) -> None:
 
 
 FILE_OF = {"add": ADDED_FILE, "update": BASE_FILE, "delete": BASE_FILE, "reject": REJECTED_FILE}
-# step -> (file mutated, catalog updated, event committed). The event and applied_at commit in one transaction,
-# so a kill just before applied_at (after the event row was inserted) rolls the event back with it: no decision
-# ever has an event while it is still unapplied.
+# step -> (file mutated, catalog updated, event committed). The catalog rows, the event and applied_at commit in
+# one transaction, so a kill at either boundary inside it (after the rows and MEMORY.md were written, or just
+# before applied_at) rolls all three back: no decision ever has an event or rows while it is still unapplied.
 PROGRESS = {
     "after_decision_commit": (False, False, False),
     "after_temp_write": (False, False, False),
     "after_rename": (True, False, False),
-    "after_reindex": (True, True, False),
-    "before_applied": (True, True, False),
+    "after_reindex": (True, False, False),
+    "before_applied": (True, False, False),
 }
+# The steps at which an add's MEMORY.md line is already written (inside the transaction, before its commit): the
+# index lists the file although the catalog has no row for it, so replay must not append the line a second time.
+LISTED_BEFORE_COMMIT = ("after_reindex", "before_applied")
 
 
 def assert_stopped_at(run: Run, op: str, step: str) -> str:
@@ -263,6 +266,9 @@ def assert_stopped_at(run: Run, op: str, step: str) -> str:
     assert catalog_hash == (after if indexed else before), f"catalog state after a kill at {step}"
     events = run.query("SELECT op FROM memory_events WHERE decision_id = ?", (decision_id,))
     assert len(events) == (1 if evented else 0), events
+    if op == "add":
+        listed = (run.root / "MEMORY.md").read_text("utf-8").count(f"]({filename})")
+        assert listed == (1 if step in LISTED_BEFORE_COMMIT else 0), f"MEMORY.md after a kill at {step}"
     leftovers = temp_files(run)
     if step == "after_temp_write" and op != "reject":
         assert len(leftovers) == 1 and Path(leftovers[0]).parent == run.root, leftovers
