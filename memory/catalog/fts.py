@@ -182,7 +182,7 @@ class RankSplit:
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
             include_system: bool, limit: int, owners: Owners | None = None,
             have_rows: set[int] | frozenset[int] = frozenset(), split: RankSplit | None = None,
-            stubs: bool = False) -> list[tuple]:
+            stubs: bool = False, rows: RowCache | None = None) -> list[tuple]:
     score = f"bm25({table}, {', '.join(str(w) for w in weights)})"
     roots = ", ".join("%s" for _ in root_keys)
     system = "" if include_system else " AND e.is_system = 0"
@@ -232,27 +232,71 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
         return []
     if stubs:
         return [_stub_row(chunk, entry, value) for chunk, entry, value in ranked]
-    return _with_rows(cursor, ranked, have_rows)
+    return _with_rows(cursor, ranked, have_rows, rows)
 
 
-def _with_rows(cursor, ranked: list[tuple[int, int, float]],  # noqa: ANN001
-               have_rows: set[int] | frozenset[int]) -> list[tuple]:
-    """Ranked hits (chunk id, entry id, score) as rows of RECALL_COLUMNS: stubs for the entries in `have_rows`,
-    whole rows read for the others; a hit whose row is gone (deleted since it was ranked) leaves the list."""
-    wanted = [chunk for chunk, entry, _value in ranked if entry not in have_rows]
+class RowCache:
+    """Whole rows by chunk id, without the recall signal (which every recall may change), for one database and
+    memory generation: the caller keeps one per generation, since the rest of a row changes only with a write,
+    which advances it (and chunk ids are never reused). The signals of the rows served from here are read fresh,
+    in one statement. Bounded: past `limit` rows it starts again."""
+
+    def __init__(self, limit: int = 20_000) -> None:
+        self.rows: dict[int, tuple] = {}
+        self.limit = limit
+
+
+_SIGNALS_SQL = ("SELECT s.root_key, s.filename, s.recall_score FROM json_each(%s) j "
+                "CROSS JOIN memory_recall_signals s "
+                "ON s.root_key = json_extract(j.value, '$[0]') AND s.filename = json_extract(j.value, '$[1]')")
+
+
+def recall_signals(cursor, keys: list[tuple[str, str]]) -> dict[tuple[str, str], float]:  # noqa: ANN001
+    """The recall EMA of each (root key, filename) that has one; one index seek each."""
+    if not keys:
+        return {}
+    cursor.execute(_SIGNALS_SQL, [json.dumps(keys)])
+    return {(root_key, filename): score for root_key, filename, score in cursor.fetchall()}
+
+
+def _rows_by_chunk(cursor, chunk_ids: list[int], cache: RowCache | None) -> dict[int, tuple]:  # noqa: ANN001
+    """Rows of _ROW_COLUMNS for these chunks (none for a chunk that is gone), from `cache` where it has them: the
+    same values as _CHUNK_ROWS_SQL gives, the signal read with them."""
+    known: dict[int, tuple] = {}
+    if cache is not None:
+        known = {chunk: row for chunk in chunk_ids if (row := cache.rows.get(chunk)) is not None}
+    wanted = [chunk for chunk in chunk_ids if chunk not in known]
     by_chunk: dict[int, tuple] = {}
     if wanted:
         cursor.execute(_CHUNK_ROWS_SQL, [json.dumps(wanted)])
         by_chunk = {row[0]: row for row in cursor.fetchall()}
+        if cache is not None:
+            if len(cache.rows) + len(by_chunk) > cache.limit:
+                cache.rows.clear()
+            cache.rows.update((chunk, row[:-1]) for chunk, row in by_chunk.items())
+    if known:
+        # _ROW_COLUMNS: root_key is column 2, filename 7, the signal last.
+        signals = recall_signals(cursor, sorted({(row[2], row[7]) for row in known.values()}))
+        by_chunk.update((chunk, (*row, signals.get((row[2], row[7])))) for chunk, row in known.items())
+    return by_chunk
+
+
+def _with_rows(cursor, ranked: list[tuple[int, int, float]],  # noqa: ANN001
+               have_rows: set[int] | frozenset[int], cache: RowCache | None = None) -> list[tuple]:
+    """Ranked hits (chunk id, entry id, score) as rows of RECALL_COLUMNS: stubs for the entries in `have_rows`,
+    whole rows read for the others (from `cache` where it has them); a hit whose row is gone (deleted since it
+    was ranked) leaves the list."""
+    by_chunk = _rows_by_chunk(cursor, [chunk for chunk, entry, _value in ranked if entry not in have_rows], cache)
     return [_stub_row(chunk, entry, value) if entry in have_rows else _recall_row(by_chunk[chunk], value)
             for chunk, entry, value in ranked if entry in have_rows or chunk in by_chunk]
 
 
-def rows_for_stubs(cursor, stubs: list[tuple], *, have_rows: set[int] | frozenset[int]) -> list[tuple]:  # noqa: ANN001
+def rows_for_stubs(cursor, stubs: list[tuple], *, have_rows: set[int] | frozenset[int],  # noqa: ANN001
+                   rows: RowCache | None = None) -> list[tuple]:
     """A ranking fetched as stubs (`stubs=True`) with whole rows for the entries not in `have_rows`: the same rows,
     in the same order, as the ranking fetched with `have_rows` in the first place (the row read is its own
     statement either way)."""
-    return _with_rows(cursor, [(row[-2], row[0], row[1]) for row in stubs], have_rows)
+    return _with_rows(cursor, [(row[-2], row[0], row[1]) for row in stubs], have_rows, rows)
 
 
 def _merge(first: list[tuple[int, float]], second: list[tuple[int, float]], fetch: int) -> list[tuple[int, float]]:
@@ -349,12 +393,12 @@ def entry_rows(cursor, entry_ids: list[int]) -> list[tuple]:  # noqa: ANN001
     return [_recall_row(row, 0.0) for row in cursor.fetchall()]
 
 
-def chunk_rows(cursor, chunk_ids: list[int]) -> list[tuple]:  # noqa: ANN001
-    """Rows of RECALL_COLUMNS (no score) for these chunks, in no particular order."""
+def chunk_rows(cursor, chunk_ids: list[int], *, rows: RowCache | None = None) -> list[tuple]:  # noqa: ANN001
+    """Rows of RECALL_COLUMNS (no score) for these chunks, in no particular order (from `rows` where it has
+    them)."""
     if not chunk_ids:
         return []
-    cursor.execute(_CHUNK_ROWS_SQL, [json.dumps(chunk_ids)])
-    return [_recall_row(row, 0.0) for row in cursor.fetchall()]
+    return [_recall_row(row, 0.0) for row in _rows_by_chunk(cursor, chunk_ids, rows).values()]
 
 
 def chunk_ranking_rows(cursor, chunk_ids: list[int]) -> list[tuple]:  # noqa: ANN001
@@ -367,11 +411,12 @@ def chunk_ranking_rows(cursor, chunk_ids: list[int]) -> list[tuple]:  # noqa: AN
 
 
 def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001
-                   owners: Owners | None = None, split: RankSplit | None = None) -> list[tuple]:
+                   owners: Owners | None = None, split: RankSplit | None = None,
+                   rows: RowCache | None = None) -> list[tuple]:
     """Rows of RECALL_COLUMNS, best bm25 first, from the word index; with `split`, ranked in parts (the same rows,
-    see RankSplit), and `expression` is unused."""
+    see RankSplit), and `expression` is unused. Whole rows from `rows` where it has them."""
     return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit, owners,
-                   split=split)
+                   split=split, rows=rows)
 
 
 def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001

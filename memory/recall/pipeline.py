@@ -304,29 +304,31 @@ def _catalog_statistics(cursor, generation: int) -> CatalogStatistics:  # noqa: 
 
 
 @dataclass
-class SessionFacts:
-    """Per database and memory generation, what session context reads of the catalog: each anchor's successors
-    (by window and whether system files count) and the headers of entries weighed as followers. Both depend only
-    on catalog rows, which change only with the generation; a question's anchors are mostly those of earlier
-    questions on the same subject (and, in a conversation's few hundred memories, of most questions)."""
+class GenerationFacts:
+    """Per database and memory generation, what recall reads of the catalog that changes only with the generation:
+    each anchor's session successors (by window and whether system files count), the headers of entries weighed
+    as followers, and whole rows of candidates (their recall signals are read fresh, fts.RowCache). A question's
+    anchors and candidates are mostly those of earlier questions on the same subject (and, in a conversation's
+    few hundred memories, of most questions)."""
 
     successors: dict[tuple[int, bool], dict[int, tuple[tuple[int, int], ...]]] = field(default_factory=dict)
     headers: dict[int, tuple[str, str, str]] = field(default_factory=dict)
+    rows: fts.RowCache = field(default_factory=fts.RowCache)
 
     @property
     def size(self) -> int:
         return len(self.headers) + sum(len(known) for known in self.successors.values())
 
 
-_session_facts: dict[tuple[str, int], SessionFacts] = {}
+_session_facts: dict[tuple[str, int], GenerationFacts] = {}
 
 
-def _facts(generation: int) -> SessionFacts:
+def _facts(generation: int) -> GenerationFacts:
     key = (str(connection.settings_dict["NAME"]), generation)
     found = _session_facts.get(key)
     if found is None or found.size > _STATISTICS_MAX:
         _session_facts.clear()
-        found = _session_facts[key] = SessionFacts()
+        found = _session_facts[key] = GenerationFacts()
     return found
 
 
@@ -494,10 +496,13 @@ def semantic_scores(query: RecallQuery, *, root_keys: list[str], include_system:
         top = top[similarity[top] != -np.inf]
         # Each memory by its best passage: its first place in that order (np.unique keeps first occurrences).
         _entries, first = np.unique(root.entry_ids[top], return_index=True)
-        for index in top[np.sort(first)].tolist():
-            value, entry = float(similarity[index]), int(root.entry_ids[index])
+        picked = top[np.sort(first)]
+        # As Python numbers in three conversions, not three numpy scalars a chunk (the same values: tolist gives
+        # each float32 as the float that float() gives).
+        for value, entry, chunk in zip(similarity[picked].tolist(), root.entry_ids[picked].tolist(),
+                                       root.chunk_ids[picked].tolist(), strict=True):
             if entry not in best or value > best[entry][0]:
-                best[entry] = (value, int(root.chunk_ids[index]))
+                best[entry] = (value, chunk)
     return SemanticScores(scored, best, limit)
 
 
@@ -514,7 +519,7 @@ def semantic_gate(scores: SemanticScores | None, lexical: set[int]) -> list[Sema
             where = np.searchsorted(chunk_ids, wanted)
             found = where[(where < len(chunk_ids))]
             found = found[chunk_ids[found] == wanted[where < len(chunk_ids)]]
-            lexical_similarity.extend(float(value) for value in similarity[found])
+            lexical_similarity.extend(similarity[found].tolist())
     best = scores.best
     order = sorted(best, key=lambda entry: (-best[entry][0], entry))[:scores.limit]
     gate = float(np.median(lexical_similarity)) if lexical_similarity else np.inf
@@ -530,7 +535,7 @@ def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: b
                                          generation=generation), lexical)
 
 
-def _read_placed(ranked: list[RecallCandidate], top_k: int) -> list[RecallCandidate]:
+def _read_placed(ranked: list[RecallCandidate], top_k: int, rows: fts.RowCache | None = None) -> list[RecallCandidate]:
     """The ranking with whole rows for the trigram- and semantic-only candidates among its first `top_k`, which hold
     only what ranked them (fts.RANKING_COLUMNS; nothing is shadowed, so no candidate below them is looked at). A memory
     deleted since it was ranked leaves the ranking, and the next one moves up."""
@@ -540,7 +545,7 @@ def _read_placed(ranked: list[RecallCandidate], top_k: int) -> list[RecallCandid
         if not pending:
             return ranked
         with connection.cursor() as cursor:
-            found = {values[-2]: values for values in fts.chunk_rows(cursor, sorted(pending))}
+            found = {values[-2]: values for values in fts.chunk_rows(cursor, sorted(pending), rows=rows)}
         for chunk_id, candidate in pending.items():
             if chunk_id in found:
                 candidate.row = dict(zip(fts.RECALL_COLUMNS, found[chunk_id], strict=True))
@@ -604,8 +609,10 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         side = side_thread.start(_side_lists, query, trigram_expression=trigram_expression, root_keys=root_keys,
                                  include_system=include_system, pool=pool, visible=visible, generation=generation,
                                  semantic=weights.semantic > 0)
+        rows = _facts(generation).rows
         unicode_rows = fts.recall_unicode(cursor, expression=expression, root_keys=root_keys,
-                                          include_system=include_system, limit=pool, owners=visible, split=split)
+                                          include_system=include_system, limit=pool, owners=visible, split=split,
+                                          rows=rows)
         unicode_list = with_session_context(
             cursor, rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern), pattern,
             context=settings.context, include_system=include_system, limit=pool, generation=generation)
@@ -622,7 +629,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         # ranks and best passages' ids for those (the candidate keeps the word index's row, as before).
         unicode_ids = {row["entry_id"] for row in unicode_list}
         trigram_rows = (trigram_stubs if ranking_only
-                        else fts.rows_for_stubs(cursor, trigram_stubs, have_rows=unicode_ids))
+                        else fts.rows_for_stubs(cursor, trigram_stubs, have_rows=unicode_ids, rows=rows))
         trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
         semantic: list[SemanticHit] = []
         semantic_rows: dict[int, dict[str, Any]] = {}
@@ -638,7 +645,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
             joining = {hit.chunk_id for hit in semantic if not hit.gated and hit.entry_id not in known}
             if not ranking_only:
                 semantic_rows = {values[0]: dict(zip(columns, values, strict=True))
-                                 for values in fts.chunk_rows(cursor, sorted(joining))}
+                                 for values in fts.chunk_rows(cursor, sorted(joining), rows=rows)}
         if ranking_only:
             chunks = {row["chunk_id"] for row in trigram_list if row["entry_id"] not in unicode_ids} | joining
             ranking = {values[0]: dict(zip(fts.RANKING_COLUMNS, values, strict=True))
@@ -688,7 +695,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
 
     ranked = sorted(candidates.values(), key=lambda c: (-c.score, c.row["filename"], c.row["root_key"]))
     if ranking_only:
-        ranked = _read_placed(ranked, top_k)
+        ranked = _read_placed(ranked, top_k, rows)
     # Only the head of the ranking can become results; look its holders up first and the rest only if needed.
     deepest = _deepest_holders(ranked[: top_k * 3], holders)
     winners: list[RecallCandidate] = []

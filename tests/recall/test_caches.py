@@ -186,3 +186,27 @@ def test_the_roots_holding_memories_follow_writes_and_leave_out_system_files(ws,
     assert holding(roots) == [roots[1]]
     h.write(ws, name="Standards", content="Every service logs in JSON.", scope="global")
     assert holding(roots) == roots
+
+
+def test_rows_kept_per_generation_carry_the_current_recall_signal_and_equal_a_fresh_read(ws):
+    from memory.catalog import fts
+
+    root = r.workspace_root(ws)
+    for index in range(3):
+        r.put(root, f"project_row_{index}.md", name=f"Row {index}", body=f"Kept rows {index} answer again.")
+    h.reindex(ws)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM memory_chunks ORDER BY id")
+        chunks = [row[0] for row in cursor.fetchall()]
+        kept = fts.RowCache()
+        first = sorted(fts.chunk_rows(cursor, chunks, rows=kept))
+        assert len(kept.rows) == len(chunks) and first == sorted(fts.chunk_rows(cursor, chunks))
+        assert all(row[-1] is None for row in first)  # no recall yet
+    # A recall records signals (no generation change): rows served from what was kept carry the new ones.
+    assert r.filenames(r.search(ws, "kept rows answer"))
+    with connection.cursor() as cursor:
+        again = sorted(fts.chunk_rows(cursor, chunks, rows=kept))
+        assert again == sorted(fts.chunk_rows(cursor, chunks))
+        assert any(row[-1] is not None for row in again)
+        # A chunk gone (deleted since) has no row, kept or not.
+        assert fts.chunk_rows(cursor, [max(chunks) + 1000], rows=kept) == []

@@ -120,7 +120,7 @@ def test_memories_only_the_trigram_or_semantic_list_finds_are_read_whole_only_wh
     monkeypatch.setattr(recall_service, "utc_now", lambda: moment)
     read: list[int] = []
     real = fts.chunk_rows
-    monkeypatch.setattr(fts, "chunk_rows", lambda cursor, ids: read.extend(ids) or real(cursor, ids))
+    monkeypatch.setattr(fts, "chunk_rows", lambda cursor, ids, **kw: read.extend(ids) or real(cursor, ids, **kw))
     ranked_by: list[int] = []
     real_ranking = fts.chunk_ranking_rows
     monkeypatch.setattr(fts, "chunk_ranking_rows",
