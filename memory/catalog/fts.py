@@ -239,10 +239,12 @@ class RowCache:
     """Whole rows by chunk id, without the recall signal (which every recall may change), for one database and
     memory generation: the caller keeps one per generation, since the rest of a row changes only with a write,
     which advances it (and chunk ids are never reused). The signals of the rows served from here are read fresh,
-    in one statement. Bounded: past `limit` rows it starts again."""
+    in one statement. Also the ranking columns of chunks ranked but not read whole (chunk_ranking_rows).
+    Bounded: past `limit` rows of either kind it starts that kind again."""
 
     def __init__(self, limit: int = 20_000) -> None:
         self.rows: dict[int, tuple] = {}
+        self.ranking: dict[int, tuple] = {}  # RANKING_COLUMNS but the signal, of chunks not read whole
         self.limit = limit
 
 
@@ -401,13 +403,32 @@ def chunk_rows(cursor, chunk_ids: list[int], *, rows: RowCache | None = None) ->
     return [_recall_row(row, 0.0) for row in _rows_by_chunk(cursor, chunk_ids, rows).values()]
 
 
-def chunk_ranking_rows(cursor, chunk_ids: list[int]) -> list[tuple]:  # noqa: ANN001
+def chunk_ranking_rows(cursor, chunk_ids: list[int], *, rows: RowCache | None = None) -> list[tuple]:  # noqa: ANN001
     """Rows of RANKING_COLUMNS for these chunks, in no particular order: the same values as chunk_rows gives for
-    those columns."""
+    those columns (from `rows`, its whole rows or its ranking rows, where it has them; signals read fresh)."""
     if not chunk_ids:
         return []
-    cursor.execute(_CHUNK_RANKING_SQL, [json.dumps(chunk_ids)])
-    return cursor.fetchall()
+    known: dict[int, tuple] = {}
+    if rows is not None:
+        for chunk in chunk_ids:
+            if (found := rows.ranking.get(chunk)) is not None:
+                known[chunk] = found
+            elif (whole := rows.rows.get(chunk)) is not None:
+                # _ROW_COLUMNS: chunk id, entry id, root_key, ..., filename (7), ..., updated_at (13).
+                known[chunk] = (whole[0], whole[1], whole[2], whole[7], whole[13])
+    wanted = [chunk for chunk in chunk_ids if chunk not in known]
+    found_rows: list[tuple] = []
+    if wanted:
+        cursor.execute(_CHUNK_RANKING_SQL, [json.dumps(wanted)])
+        found_rows = cursor.fetchall()
+        if rows is not None:
+            if len(rows.ranking) + len(found_rows) > rows.limit:
+                rows.ranking.clear()
+            rows.ranking.update((row[0], row[:-1]) for row in found_rows)
+    if known:
+        signals = recall_signals(cursor, sorted({(row[2], row[3]) for row in known.values()}))
+        found_rows.extend((*row, signals.get((row[2], row[3]))) for row in known.values())
+    return found_rows
 
 
 def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001

@@ -649,7 +649,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
         if ranking_only:
             chunks = {row["chunk_id"] for row in trigram_list if row["entry_id"] not in unicode_ids} | joining
             ranking = {values[0]: dict(zip(fts.RANKING_COLUMNS, values, strict=True))
-                       for values in fts.chunk_ranking_rows(cursor, sorted(chunks))}
+                       for values in fts.chunk_ranking_rows(cursor, sorted(chunks), rows=rows)}
             # A trigram hit whose memory went since it was ranked leaves the list, as a missing row did before.
             trigram_list = [row if row["entry_id"] in unicode_ids else ranking[row["chunk_id"]]
                             for row in trigram_list if row["entry_id"] in unicode_ids or row["chunk_id"] in ranking]

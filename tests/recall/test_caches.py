@@ -210,3 +210,11 @@ def test_rows_kept_per_generation_carry_the_current_recall_signal_and_equal_a_fr
         assert any(row[-1] is not None for row in again)
         # A chunk gone (deleted since) has no row, kept or not.
         assert fts.chunk_rows(cursor, [max(chunks) + 1000], rows=kept) == []
+        # Ranking columns: from the whole rows kept, from the ranking rows kept, and read, all alike.
+        fresh = sorted(fts.chunk_ranking_rows(cursor, chunks))
+        assert sorted(fts.chunk_ranking_rows(cursor, chunks, rows=kept)) == fresh
+        only_ranked = fts.RowCache()
+        assert sorted(fts.chunk_ranking_rows(cursor, chunks, rows=only_ranked)) == fresh
+        assert len(only_ranked.ranking) == len(chunks)
+        assert sorted(fts.chunk_ranking_rows(cursor, chunks, rows=only_ranked)) == fresh
+        assert any(row[-1] is not None for row in fresh)

@@ -124,7 +124,7 @@ def test_memories_only_the_trigram_or_semantic_list_finds_are_read_whole_only_wh
     ranked_by: list[int] = []
     real_ranking = fts.chunk_ranking_rows
     monkeypatch.setattr(fts, "chunk_ranking_rows",
-                        lambda cursor, ids: ranked_by.extend(ids) or real_ranking(cursor, ids))
+                        lambda cursor, ids, **kw: ranked_by.extend(ids) or real_ranking(cursor, ids, **kw))
 
     ranked_first = r.search(ws, question, top_k=3)
     brought = [item for item in ranked_first["results"] if item["why_recalled"]["unicode"] == 0
