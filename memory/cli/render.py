@@ -127,12 +127,13 @@ def human_list(document: dict[str, Any]) -> str:
     rows = [(m["filename"], _scope_label(m), m["type"], when(m["updated_at"], ""), m["name"])
             for m in document["memories"]]
     page = document["page"]
+    warning = f"warning: {document['warning']}\n" if document.get("warning") else ""
     if not rows:
-        return "No memories."
+        return warning + "No memories."
     footer = f"\n{len(rows)} of {page['total']} shown"
     if page["has_more"]:
         footer += f"; next page: --cursor {page['next_cursor']}"
-    return table(rows, ["filename", "scope", "type", "updated", "name"]) + footer
+    return warning + table(rows, ["filename", "scope", "type", "updated", "name"]) + footer
 
 
 def human_show(document: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from memory.recall.package import staleness_banner
 from .documents import document_get
 from .inputs import Caller, ReadSelector, Selector, all_workspaces_field
 from .paging import cursor_field, limit_field, page_of
-from .resolution import resolve, resolve_span
+from .resolution import narrowed_to_global, resolve, resolve_span
 from .results import (
     MemoryDetail,
     MemoryList,
@@ -97,7 +97,8 @@ def memory_list(*, data: ListInput, caller: Caller) -> MemoryList:
     entries, page = page_of(queryset.order_by(*ordering), cursor=data.cursor, limit=data.limit, binding=binding)
     summaries = [memory_summary(entry) for entry in entries]
     items = summaries if data.detail else [memory_brief(summary) for summary in summaries]
-    return MemoryList(memories=items, page=Page(**page))
+    warning = None if span.across else narrowed_to_global(data.scope, span.resolved, caller, done="listed")
+    return MemoryList(memories=items, page=Page(**page), warning=warning)
 
 
 def memory_show(*, data: ShowInput, caller: Caller) -> MemoryShow:

@@ -15,7 +15,7 @@ from memory.recall.pipeline import Recall, RecallCandidate, recall
 from memory.recall.query import parse_query
 
 from .inputs import Caller, ReadSelector
-from .resolution import Resolved, resolve
+from .resolution import Resolved, narrowed_to_global, resolve
 from .results import RecallBlock, SearchHit, SearchResult, WhyRecalled, memory_summary_from_fields
 from .scopes import visible_refs
 
@@ -60,19 +60,10 @@ def memory_search(*, data: SearchInput, caller: Caller, record: bool = True) -> 
     if record:
         record_recall(outcome, data.query, caller, resolved, now, top_k=top_k, scope=data.scope,
                       agent_name=data.agent_name or "", agent_tier=data.agent_tier or "")
-    warnings = [text for text in (_no_workspace_warning(data, resolved, caller), outcome.warning) if text]
+    narrowed = narrowed_to_global(data.scope, resolved, caller, done="searched")
+    warnings = [text for text in (narrowed, outcome.warning) if text]
     return SearchResult(results=hits, recall=RecallBlock(header=HEADER, blocks=blocks), skipped=False,
                         warning="; ".join(warnings) or None)
-
-
-def _no_workspace_warning(data: SearchInput, resolved: Resolved, caller: Caller) -> str | None:
-    """Outside any workspace a search sees global memory only. Said, because an empty or thin answer from the
-    wrong directory otherwise looks like the project's memory has nothing."""
-    if resolved.workspace is not None or data.scope is not None:
-        return None
-    where = f" from {caller.cwd}" if caller.cwd else ""
-    return (f"no workspace found{where}: only global memories were searched (run it inside a project, or name one "
-            "with workspace)")
 
 
 def recall_prompt_text(recall_block: RecallBlock) -> str:

@@ -122,6 +122,16 @@ def resolve_span(workspace: str | None, caller: Caller, *, all_workspaces: bool)
     return Span(resolved=Resolved(None, get_config(None)), workspaces=tuple(known_workspaces()), across=True)
 
 
+def narrowed_to_global(scope: Scope | None, resolved: Resolved, caller: Caller, *, done: str) -> str | None:
+    """Outside any workspace a read sees global memory only. Said, because an empty or thin answer from the wrong
+    directory otherwise looks like the project's memory has nothing. `done` names the read: "searched", "listed"."""
+    if resolved.workspace is not None or scope is not None:
+        return None
+    where = f" from {caller.cwd}" if caller.cwd else ""
+    return (f"no workspace found{where}: only global memories were {done} (run it inside a project, or name one "
+            "with workspace)")
+
+
 def resolve(selector: Selector, caller: Caller, *, create_workspace: bool = False) -> Resolved:
     # Only a write's input carries create_workspace (memory write): no read, and no agent tool, can name one.
     workspace = resolve_workspace(selector.workspace, caller, create=create_workspace,

@@ -88,6 +88,8 @@ class MemoryList(Result):
     # Brief items unless the caller asked for detail.
     memories: list[MemorySummary] | list[MemoryBrief]
     page: Page
+    # Set when no workspace was found and no scope named: only global memories were listed.
+    warning: str | None = None
 
 
 class MemoryDetail(Result):

@@ -54,7 +54,8 @@ def test_every_route_answers_with_the_service_document(server):
         written = client.post("/api/memory", json=write_body(server, "Route Tour", "Visiting every route abc9."))
         assert written.status_code == 200
         listed = client.get("/api/memory", params={"workspace": workspace, "limit": 2}).json()
-        assert set(listed) == {"memories", "page"} and listed["page"]["limit"] == 2
+        assert set(listed) == {"memories", "page", "warning"} and listed["page"]["limit"] == 2
+        assert listed["warning"] is None  # the workspace was named: nothing narrower than asked
         shown = client.get("/api/memory/project_route_tour.md", params={"workspace": workspace}).json()
         assert shown["memory"]["content"] == "Visiting every route abc9."
         edited = client.patch("/api/memory/project_route_tour.md",

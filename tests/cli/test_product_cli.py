@@ -236,6 +236,25 @@ def test_a_search_outside_any_workspace_says_it_searched_global_memory_only(cli,
     assert inside.json["warning"] is None and len(inside.json["results"]) == 2
 
 
+def test_a_list_outside_any_workspace_says_it_listed_global_memory_only(cli, tmp_path):
+    for scope, words in (("global", "tabs"), ("workspace", "spaces")):
+        written = cli("memory", "write", "--scope", scope, "--type", "user" if scope == "global" else "project",
+                      "--name", f"Indent {scope}", "--description", "d", "--content", f"Indent with {words}.")
+        assert written.code == 0, written.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside = cli("memory", "list", "-o", "json", cwd=elsewhere)
+    assert outside.code == 0, outside.stderr
+    assert [memory["scope"] for memory in outside.json["memories"]] == ["global"]
+    assert outside.json["warning"].startswith(f"no workspace found from {elsewhere}: only global memories were listed")
+    human = cli("memory", "list", cwd=elsewhere)
+    assert human.stdout.startswith("warning: no workspace found"), human.stdout
+    assert cli("memory", "list", "--scope", "global", "-o", "json", cwd=elsewhere).json["warning"] is None
+    assert cli("memory", "list", "--all-workspaces", "-o", "json", cwd=elsewhere).json["warning"] is None
+    inside = cli("memory", "list", "-o", "json")
+    assert inside.json["warning"] is None and len(inside.json["memories"]) == 2
+
+
 def test_human_session_events_name_the_archived_column(cli):
     started = cli("session", "start", "--session", "ev-1", "-o", "json")
     assert started.code == 0, started.stderr
