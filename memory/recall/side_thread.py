@@ -49,7 +49,7 @@ side_runs = 0
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 _executor_pid = 0
-_busy = False
+_holder: object | None = None  # the question that holds the side thread now, if any
 _side_ident: int | None = None
 # Bumped whenever a thread other than the side thread opens a database connection.
 _epoch = 0
@@ -116,12 +116,26 @@ def _executor_now() -> ThreadPoolExecutor:
     return _executor
 
 
+def _release(token: object) -> None:
+    """The side thread is free again, unless another question took it meanwhile (only its holder frees it)."""
+    global _holder
+    with _lock:
+        if _holder is token:
+            _holder = None
+
+
+def busy() -> bool:
+    """Whether a question holds the side thread now."""
+    return _holder is not None
+
+
 class Pending:
     """A call started in the side thread, or run in the calling thread when that was not possible."""
 
     def __init__(self, function: Callable[..., T], args: tuple, kwargs: dict) -> None:
-        global _busy
+        global _holder
         self._call = (function, args, kwargs)
+        self._token = object()
         self._future: Future | None = None
         self._value: Any = None
         self._error: BaseException | None = None
@@ -129,18 +143,20 @@ class Pending:
         if usable():
             with _lock:
                 if _executor_pid != os.getpid():
-                    _busy = False  # a forked child: the question the parent's thread ran is not this process's
-                start = not _busy
+                    _holder = None  # a forked child: the question the parent's thread ran is not this process's
+                start = _holder is None
                 if start:
-                    _busy = True
+                    _holder = self._token
             if start:
                 try:
                     self._future = _executor_now().submit(_in_side_thread, str(connection.settings_dict["NAME"]),
                                                           _epoch, function, args, kwargs)
                 except BaseException:
-                    with _lock:
-                        _busy = False
+                    _release(self._token)
                     raise
+                # Also freed when the call ends, not only when its value is collected: a caller that raises
+                # between start and result() must not leave the side thread held for the rest of the process.
+                self._future.add_done_callback(lambda _future, token=self._token: _release(token))
 
     @property
     def concurrent(self) -> bool:
@@ -148,7 +164,6 @@ class Pending:
 
     def result(self) -> Any:  # noqa: ANN401
         """The call's value (or its exception, raised here), run in this thread if it was not started."""
-        global _busy
         if not self._done:
             self._done = True
             if self._future is not None:
@@ -159,8 +174,9 @@ class Pending:
                 except BaseException as exc:  # noqa: BLE001 (handed to the caller as the call's own error)
                     self._error = exc
                 finally:
-                    with _lock:
-                        _busy = False
+                    # The done callback may not have run yet when result() returns: free it here too, so this
+                    # thread's next question finds the side thread free.
+                    _release(self._token)
             if self._future is None:
                 function, args, kwargs = self._call
                 try:

@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 from django.db import connection, transaction
@@ -78,6 +80,25 @@ def test_an_error_in_the_side_call_is_raised_by_result_and_the_thread_stays_usab
         pending.result()
     assert side_thread.start(lambda: 7).result() == 7
     assert side_thread.side_runs == before + 1  # the call that raised does not count
+    side_thread.shut_down()
+
+
+def test_a_caller_that_never_collects_its_side_call_does_not_keep_the_side_thread_held(monkeypatch):
+    # A question that raises between start() and result() (an error in the word-index ranking, say) drops its
+    # Pending: the side thread must be free again once that call ends, not held for the rest of the process.
+    monkeypatch.setattr(side_thread, "usable", lambda: True)
+    release = threading.Event()
+    abandoned = side_thread.start(release.wait, 30)
+    assert abandoned.concurrent and side_thread.busy()
+    assert not side_thread.start(lambda: 1).concurrent  # held meanwhile: the caller does its own part
+    del abandoned
+    release.set()
+    deadline = time.monotonic() + 30
+    while side_thread.busy() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    following = side_thread.start(lambda: 7)
+    assert following.concurrent and following.result() == 7
+    assert not side_thread.busy()
     side_thread.shut_down()
 
 
