@@ -161,3 +161,44 @@ def test_a_file_with_invalid_frontmatter_is_reported_and_never_stops_reindex_or_
     health = h.health(ws)
     assert [item["filename"] for item in health["invalid_files"]] == ["project_broken.md"]
     assert not CatalogEntry.objects.filter(filename="project_broken.md").exists()
+
+
+def test_recall_reads_through_the_raw_cursor_give_what_django_s_cursor_gives(ws):
+    # fts._rows runs recall's hot reads on the sqlite3 cursor beneath Django's: the same rows and converted values
+    # (timestamps as datetimes), placeholders and a literal %% rewritten as Django does, Django's exceptions, and
+    # the same connection, so the caller's uncommitted rows are seen (these tests run inside a transaction).
+    from django.db import OperationalError
+
+    from memory.catalog import fts
+
+    sql = ("SELECT e.id, e.filename, e.updated_at, c.body FROM memory_catalog_entries e "
+           "JOIN memory_chunks c ON c.entry_id = e.id WHERE e.filename LIKE %s AND '100%%' = %s ORDER BY e.id")
+    params = ["%.md", "100%"]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        expected = cursor.fetchall()
+        assert len(expected) == 4 and all(type(row[2]).__name__ == "datetime" for row in expected)
+        assert fts._rows(cursor, sql, params) == expected
+        with pytest.raises(OperationalError):
+            fts._rows(cursor, "SELECT * FROM no_such_table WHERE x = %s", [1])
+        cursor.execute("INSERT INTO memory_state (key, value) VALUES (%s, %s)", ["test_raw_read", "seen"])
+        assert fts._rows(cursor, "SELECT value FROM memory_state WHERE key = %s", ["test_raw_read"]) == [("seen",)]
+
+
+def test_recall_reads_run_as_given_on_a_cursor_that_is_not_django_s(ws):
+    # The benchmarks hand the catalog a recording cursor (search_bench's floor): it gets the statement as written.
+    from memory.catalog import fts
+
+    class Recording:
+        def __init__(self):
+            self.statements = []
+
+        def execute(self, sql, params):
+            self.statements.append((sql, params))
+
+        def fetchall(self):
+            return [(1,)]
+
+    recording = Recording()
+    assert fts._rows(recording, "SELECT %s", [1]) == [(1,)]
+    assert recording.statements == [("SELECT %s", [1])]

@@ -300,16 +300,21 @@ def test_a_memory_both_lexical_lists_find_is_read_once_and_answers_from_the_word
     # "reStructuredText" is rare, so it goes to the trigram query as a substring too: both lists find the memory.
     # Its row is read for the word index only; the trigram list adds its rank, and the answer is whole.
     from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
     put_library(ws, {**LIBRARY, "project_writing.md": ("Writing", "Prose rules",
                                                        "The documentation is written in reStructuredText.")})
-    with CaptureQueriesContext(connection) as queries:
+    # Every statement SQLite runs on the connection: recall's hot reads bypass Django's cursor (fts._rows), so
+    # Django's query capture would not see them.
+    statements: list[str] = []
+    connection.ensure_connection()
+    connection.connection.set_trace_callback(statements.append)
+    try:
         result = r.search(ws, "restructuredtext")
+    finally:
+        connection.connection.set_trace_callback(None)
     found = hit(result, "project_writing.md")
     assert found["why_recalled"]["unicode"] > 0 and found["why_recalled"]["trigram"] > 0
     assert "reStructuredText" in found["snippet"] and found["memory"]["name"] == "Writing"
-    row_reads = [query["sql"] for query in queries.captured_queries
-                 if "FROM memory_chunks c CROSS JOIN memory_catalog_entries e" in query["sql"]
-                 and "e.updated_at" in query["sql"]]
+    row_reads = [sql for sql in statements
+                 if "FROM memory_chunks c CROSS JOIN memory_catalog_entries e" in sql and "e.updated_at" in sql]
     assert len(row_reads) == 1
