@@ -217,13 +217,19 @@ def test_a_human_search_shows_every_part_of_the_score_and_says_what_each_letter_
     assert legend.startswith("why: ") and "m meaning" in legend and "w word match" in legend
 
 
-def test_a_search_outside_any_workspace_says_it_searched_global_memory_only(cli, tmp_path):
-    for scope, words in (("global", "zqeverywhere tabs"), ("workspace", "zqhere spaces")):
+def _global_and_workspace_memory_then_elsewhere(cli, tmp_path, global_words: str, workspace_words: str):
+    """One global and one workspace memory written in the project, and a directory outside any workspace."""
+    for scope, words in (("global", global_words), ("workspace", workspace_words)):
         written = cli("memory", "write", "--scope", scope, "--type", "user" if scope == "global" else "project",
                       "--name", f"Indent {scope}", "--description", "d", "--content", f"Indent with {words}.")
         assert written.code == 0, written.stderr
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    return elsewhere
+
+
+def test_a_search_outside_any_workspace_says_it_searched_global_memory_only(cli, tmp_path):
+    elsewhere = _global_and_workspace_memory_then_elsewhere(cli, tmp_path, "zqeverywhere tabs", "zqhere spaces")
     outside = cli("memory", "search", "indent", "-o", "json", cwd=elsewhere)
     assert outside.code == 0, outside.stderr
     assert [hit["memory"]["scope"] for hit in outside.json["results"]] == ["global"]
@@ -237,12 +243,7 @@ def test_a_search_outside_any_workspace_says_it_searched_global_memory_only(cli,
 
 
 def test_a_list_outside_any_workspace_says_it_listed_global_memory_only(cli, tmp_path):
-    for scope, words in (("global", "tabs"), ("workspace", "spaces")):
-        written = cli("memory", "write", "--scope", scope, "--type", "user" if scope == "global" else "project",
-                      "--name", f"Indent {scope}", "--description", "d", "--content", f"Indent with {words}.")
-        assert written.code == 0, written.stderr
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
+    elsewhere = _global_and_workspace_memory_then_elsewhere(cli, tmp_path, "tabs", "spaces")
     outside = cli("memory", "list", "-o", "json", cwd=elsewhere)
     assert outside.code == 0, outside.stderr
     assert [memory["scope"] for memory in outside.json["memories"]] == ["global"]
