@@ -24,8 +24,8 @@ Three variants run interleaved query by query, the order rotating each round so 
                  sqlite3 connection: the probes of a question whose terms the pipeline has not counted yet (one
                  statement of term counts and whole-word probes, one of its unfound terms' 4-gram counts; the
                  product keeps both per memory generation, so a repeated term costs it nothing), then the
-                 word-index ranking (the two or three statements of its parts when the question holds frequent
-                 terms, `memory.catalog.fts.RankSplit`) and the trigram ranking. Their SQL text and parameters are
+                 word-index ranking (the statements of its tiers when the question holds frequent terms,
+                 `memory.catalog.fts.RankSplit`) and the trigram ranking. Their SQL text and parameters are
                  produced by `memory.catalog.fts` itself (captured from a recording cursor that also runs them,
                  since a split ranking's later statements depend on what the first return; Django's %s
                  placeholders turned into ?). Statements are prepared before the clock starts; the floor times

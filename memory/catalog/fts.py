@@ -188,23 +188,38 @@ def bm25_idf(documents: int, matching: int) -> float:
 
 @dataclass(frozen=True)
 class RankSplit:
-    """The ranked query's expression in two parts, `rare` OR `frequent` (in that order, which is the order of the
-    full expression), with `bound`: more than any passage can score from the `frequent` phrases alone.
+    """The ranked query's expression in tiers: `rare` (the rarer terms, OR-joined), then each of the `frequent`
+    terms alone, least frequent first (which is also the order of the full expression), with `bounds[i]`: more than
+    any passage can score from the phrases of `frequent[i:]` alone.
 
     bm25 is a sum over the expression's phrases, each phrase's part depending only on that phrase and the passage.
-    So the passages matching `rare` are ranked exactly by two statements that score only them, `(rare) NOT
-    (frequent)` and `(rare) AND (frequent)` (the same phrases in the same order: the same sums, bit for bit), and
-    a passage matching only `frequent` terms scores at most `bound`. When the `limit`-th memory found that way
-    already scores more than `bound`, no such passage can enter the list, and the frequent terms' thousands of
-    matches are never scored; otherwise a third statement ranks those passages too."""
+    So the passages whose rarest matching tier is a given one are ranked exactly by two statements that score only
+    them, `(tier) NOT (rarer tiers) NOT (later tiers)` and `(tier) NOT (rarer tiers) AND (later tiers)`: the
+    phrases they hold come in the full expression's order (the rarer tiers' phrases, listed in between, are in none
+    of those passages), so their sums are the same, bit for bit. Tier by tier, rarest first: once the `limit`-th
+    memory found scores more than the bound of the tiers left, no passage of theirs can enter the list, and their
+    thousands of matches are never scored. A passage matching only the most frequent terms is worth little to
+    bm25, so the list usually fills before their tier."""
 
     rare: str
-    frequent: str
-    bound: float
+    frequent: tuple[str, ...]
+    bounds: tuple[float, ...]
 
     @property
     def expression(self) -> str:
-        return f"{self.rare} OR {self.frequent}"
+        return " OR ".join((self.rare, *self.frequent))
+
+    def steps(self) -> list[tuple[list[str], float | None]]:
+        """Tier by tier, rarest first: the MATCH expressions ranking the passages whose rarest matching tier it is,
+        and the bound of the tiers after it (None for the last)."""
+        tiers = [self.rare, *self.frequent]
+        steps: list[tuple[list[str], float | None]] = []
+        for index, tier in enumerate(tiers):
+            rarer, later = " OR ".join(tiers[:index]), " OR ".join(tiers[index + 1:])
+            own = f"({tier})" if not rarer else f"(({tier}) NOT ({rarer}))"
+            matches = [f"{own} NOT ({later})", f"{own} AND ({later})"] if later else [own]
+            steps.append((matches, self.bounds[index] if later else None))
+        return steps
 
 
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
@@ -240,12 +255,13 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
         ranked = best(hits)
     else:
         expression = split.expression
-        hits = _merge(rank(f"({split.rare}) NOT ({split.frequent})"),
-                      rank(f"({split.rare}) AND ({split.frequent})"), fetch)
-        ranked = best(hits)
-        if len(ranked) < limit or -ranked[-1][2] <= split.bound:
-            hits = _merge(hits, rank(f"({split.frequent}) NOT ({split.rare})"), fetch)
+        hits = []
+        for matches, bound in split.steps():
+            for match in matches:
+                hits = _merge(hits, rank(match), fetch)
             ranked = best(hits)
+            if bound is None or (len(ranked) == limit and -ranked[-1][2] > bound):
+                break
     if len(ranked) < limit and len(hits) == fetch:
         # Other roots' memories filled the over-fetched hits: rank within the visible roots directly.
         cursor.execute(

@@ -421,7 +421,8 @@ FREQUENT_MIN = 1000
 def word_ranking(cursor, query: RecallQuery, common: set[str], generation: int,  # noqa: ANN001
                  limit: int) -> tuple[str, fts.RankSplit | None]:
     """The word index's expression and, when it holds both frequent and rarer terms, its split (fts.RankSplit):
-    the rarer terms first, then the frequent ones, which is also the order of the expression. Not split when the
+    the rarer terms first, then the frequent ones from the least frequent, which is also the order of the
+    expression (without a split, the question's order). Not split when the
     rarer terms match fewer than `limit` passages: they could not fill the list, so the frequent terms' passages
     would be ranked anyway."""
     statistics = _catalog_statistics(cursor, generation)
@@ -432,12 +433,15 @@ def word_ranking(cursor, query: RecallQuery, common: set[str], generation: int, 
     for term in kept:
         forms.setdefault(query.unicode_form(term), statistics.terms[term][0])
     rare = [form for form, frequency in forms.items() if frequency < frequent_at]
-    frequent = [form for form, frequency in forms.items() if frequency >= frequent_at]
+    # Least frequent first (the question's order among equals): the tiers are ranked in this order, and the tiers
+    # left after each have the smallest bound.
+    frequent = sorted((form for form, frequency in forms.items() if frequency >= frequent_at), key=forms.__getitem__)
     if not frequent or sum(forms[form] for form in rare) < limit:
         return " OR ".join(forms) or '""', None
-    bound = (fts.BM25_K1 + 1) * sum(fts.bm25_idf(statistics.documents, forms[form]) for form in frequent)
-    # A margin for float rounding: a looser bound only means the frequent terms are scored a little more often.
-    split = fts.RankSplit(" OR ".join(rare), " OR ".join(frequent), bound * 1.01)
+    ceilings = [(fts.BM25_K1 + 1) * fts.bm25_idf(statistics.documents, forms[form]) for form in frequent]
+    # A margin for float rounding: a looser bound only means a tier is scored a little more often.
+    bounds = tuple(sum(ceilings[index:]) * 1.01 for index in range(len(frequent)))
+    split = fts.RankSplit(" OR ".join(rare), tuple(frequent), bounds)
     return split.expression, split
 
 

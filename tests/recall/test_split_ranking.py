@@ -1,10 +1,11 @@
-"""The word index ranks a question holding frequent terms in parts (fts.RankSplit): the passages matching its rarer
-terms first, and the passages matching only frequent terms only when those could still enter the list. The parts
-must give exactly the rows and scores of the whole expression, and skip the frequent-only passages only when the
-bound says none of them can rank."""
+"""The word index ranks a question holding frequent terms in tiers (fts.RankSplit): the passages matching its rarer
+terms first, then those whose rarest term is each frequent term in turn, least frequent first, each tier only when
+its passages could still enter the list. The tiers must give exactly the rows and scores of the whole expression,
+and skip a tier only when the bound says none of its passages can rank."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -82,8 +83,10 @@ def ranked_rows(root_key: str, expression: str, split: fts.RankSplit | None, lim
 def test_a_question_is_split_only_when_it_holds_both_frequent_and_rarer_terms(catalog):
     expression, split = ranking("harbour lantern granite meadow", frequent_min=20)
     assert split is not None
-    assert split.rare == '"granite"* OR "meadow"*' and split.frequent == '"harbour"* OR "lantern"*'
-    assert expression == split.expression and split.bound > 0
+    # The frequent terms least frequent first ("lantern" is in about a quarter of the memories, "harbour" in half).
+    assert split.rare == '"granite"* OR "meadow"*' and split.frequent == ('"lantern"*', '"harbour"*')
+    assert expression == split.expression == '"granite"* OR "meadow"* OR "lantern"* OR "harbour"*'
+    assert split.bounds[0] > split.bounds[1] > 0
     assert ranking("granite meadow", frequent_min=20)[1] is None
     assert ranking("harbour lantern", frequent_min=20)[1] is None
     # "falcon" is in about three memories: it cannot fill ten places, so the frequent terms are ranked anyway.
@@ -108,19 +111,40 @@ def test_a_split_ranking_returns_exactly_the_rows_and_scores_of_the_whole_expres
     assert parts == whole and len(whole) == limit
 
 
-def test_the_frequent_terms_alone_are_scored_only_when_their_passages_could_enter_the_list(catalog):
-    def frequent_only_scored(question: str, limit: int, frequent: str) -> bool:
+def tiers_scored(statements: list[str], split: fts.RankSplit) -> list[str]:
+    """The frequent tiers whose passages were ranked (the rarer terms' tier always is)."""
+    return [tier for tier in split.frequent if any(f"(({tier}) NOT (" in statement for statement in statements)]
+
+
+def test_a_frequent_tier_is_scored_only_when_its_passages_could_enter_the_list(catalog):
+    def scored(question: str, limit: int) -> list[str]:
         _expression, split = ranking(question, frequent_min=20, limit=limit)
-        assert split.frequent == frequent
         _rows, statements = ranked_rows(catalog, split.expression, split, limit)
-        return any(f"({split.frequent}) NOT ({split.rare})" in statement for statement in statements)
+        return tiers_scored(statements, split)
 
     # Rarer matches fill ten places, each scoring more than a passage holding only "harbour" (in nearly half of
     # the memories, so worth little to bm25) ever could.
-    assert not frequent_only_scored("harbour granite meadow", 10, '"harbour"*')
+    assert scored("harbour granite meadow", 10) == []
     # Forty places: the rarer words are counted 44 times, but fewer than forty memories hold one (some hold two),
-    # so passages holding only frequent words take the last places.
-    assert frequent_only_scored("harbour lantern granite meadow quartz falcon", 40, '"harbour"* OR "lantern"*')
+    # so passages holding "lantern" take the last places; none holding only "harbour" can (worth at most a
+    # fifth of what a passage holding only "lantern" scores), so that tier is never scored.
+    assert scored("harbour lantern granite meadow quartz falcon", 40) == ['"lantern"*']
+
+
+def test_ranking_every_tier_gives_exactly_the_rows_and_scores_of_the_whole_expression(catalog):
+    # Bounds no score exceeds: every tier is ranked, the last one ("harbour" without any rarer term) too.
+    expression, split = ranking("harbour lantern granite meadow", frequent_min=20, limit=10)
+    every = fts.RankSplit(split.rare, split.frequent, (math.inf, math.inf))
+    whole, _statements = ranked_rows(catalog, expression, None, 10)
+    parts, statements = ranked_rows(catalog, expression, every, 10)
+    assert parts == whole and tiers_scored(statements, every) == ['"lantern"*', '"harbour"*']
+    assert [matches for matches, _bound in every.steps()] == [
+        ['("granite"* OR "meadow"*) NOT ("lantern"* OR "harbour"*)',
+         '("granite"* OR "meadow"*) AND ("lantern"* OR "harbour"*)'],
+        ['(("lantern"*) NOT ("granite"* OR "meadow"*)) NOT ("harbour"*)',
+         '(("lantern"*) NOT ("granite"* OR "meadow"*)) AND ("harbour"*)'],
+        ['(("harbour"*) NOT ("granite"* OR "meadow"* OR "lantern"*))'],
+    ]
 
 
 def test_search_answers_the_same_with_and_without_the_split(catalog, workspace_dir, monkeypatch):
