@@ -225,8 +225,22 @@ class Config(_Section):
     server: ServerConfig = ServerConfig()
 
 
+# (COMPOZY_HOME, HOME, the home they give): the last answer, reused while both variables hold the same values.
+_home: tuple[str | None, str | None, Path] | None = None
+
+
 def compozy_home() -> Path:
-    return Path(os.environ.get("COMPOZY_HOME") or Path.home() / ".compozy").expanduser()
+    """$COMPOZY_HOME, or ~/.compozy. Kept for as long as the two variables it depends on are unchanged (a test or
+    a process that changes either gets the new home at its next call): the write path asks for it several times
+    per candidate (the locks, each root check, the global root), and building the Path was most of the cost."""
+    global _home
+    configured, user_home = os.environ.get("COMPOZY_HOME"), os.environ.get("HOME")
+    cached = _home
+    if cached is not None and cached[0] == configured and cached[1] == user_home:
+        return cached[2]
+    home = Path(configured or Path.home() / ".compozy").expanduser()
+    _home = (configured, user_home, home)
+    return home
 
 
 def _flatten(data: dict[str, Any], source: str, prefix: str = "") -> dict[str, str]:

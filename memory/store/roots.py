@@ -8,9 +8,16 @@ from compozy.config import compozy_home
 from memory.domain.enums import AgentTier, Scope
 from memory.domain.models import ScopeRef
 
+_global: tuple[Path, Path] | None = None  # (the home, its memory directory), rebuilt when the home changes
+
 
 def global_root() -> Path:
-    return compozy_home() / "memory"
+    global _global
+    home = compozy_home()
+    cached = _global
+    if cached is None or cached[0] is not home:
+        cached = _global = (home, home / "memory")
+    return cached[1]
 
 
 def agents_home() -> Path:

@@ -103,3 +103,24 @@ def test_get_config_is_read_again_only_when_a_config_file_or_a_compozy_variable_
     config.unlink()
     config.mkdir()  # a directory where the file was is no config file
     assert get_config(workspace).memory.recall.top_k == 7
+
+
+def test_the_home_follows_compozy_home_and_home_as_they_change(monkeypatch, tmp_path):
+    # compozy_home() is kept between calls (the write path asks several times per candidate); a change of either
+    # variable it reads must still give the new home, and global_root() must follow it.
+    from compozy.config import compozy_home
+    from memory.store.roots import global_root
+
+    monkeypatch.setenv("COMPOZY_HOME", str(tmp_path / "one"))
+    assert compozy_home() == tmp_path / "one" and global_root() == tmp_path / "one" / "memory"
+    assert compozy_home() is compozy_home()
+    monkeypatch.setenv("COMPOZY_HOME", str(tmp_path / "two"))
+    assert compozy_home() == tmp_path / "two" and global_root() == tmp_path / "two" / "memory"
+    monkeypatch.delenv("COMPOZY_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    assert compozy_home() == tmp_path / "user" / ".compozy"
+    monkeypatch.setenv("HOME", str(tmp_path / "other"))
+    assert compozy_home() == tmp_path / "other" / ".compozy"
+    assert global_root() == tmp_path / "other" / ".compozy" / "memory"
+    monkeypatch.setenv("COMPOZY_HOME", "~/somewhere")
+    assert compozy_home() == tmp_path / "other" / "somewhere"
