@@ -88,20 +88,51 @@ def _stage_step(step: str) -> None:
     faults.hit(f"stage_{step}")
 
 
+# A session directory's (inode, mtime, ctime) when it was last listed and held no staged or claimed file. Creating,
+# renaming or removing an entry changes a directory's mtime and ctime, so a directory whose stat is unchanged still
+# holds none and is not read again: a drain lists the inbox twice (its second pass finds what was staged meanwhile)
+# and every session directory stays for an hour, so most of each listing was reading emptied directories.
+_quiet: dict[str, tuple[int, int, int]] = {}
+# Only a directory whose last change is older than the listing by more than one tick of the file system's clock is
+# remembered: a change within the tick of the previous one can leave the timestamps as they were (the "racy" case).
+# ctime, which no one can set, is the kernel's time of the change. A ctime on a 10 ms boundary may come from a
+# file system that keeps seconds or hundredths (FAT, exFAT, ext3's small inodes): two seconds then; a finer one is
+# the kernel's coarse clock (one tick is 1-10 ms), so 50 ms. At 200 turns/s the directory of the session being
+# drained is listed every time and the others after 50 ms.
+QUIET_AFTER_NS = 50_000_000
+QUIET_AFTER_COARSE_NS = 2_000_000_000
+
+
+def _settled(info: os.stat_result, started_ns: int) -> bool:
+    coarse = info.st_ctime_ns % 10_000_000 == 0
+    margin = QUIET_AFTER_COARSE_NS if coarse else QUIET_AFTER_NS
+    return max(info.st_mtime_ns, info.st_ctime_ns) < started_ns - margin
+
+
 def inbox_files(root: Path) -> list[InboxFile]:
     """Staged and claimed files, oldest first. Temp files (a stage in progress, or a dead stager's) never are.
 
-    Runs once per drain, over every session directory: `os.scandir` reads each entry's type from the directory
-    itself, where `Path.iterdir` + `is_dir`/`is_file` made a stat call per entry."""
+    Runs once per drain pass, over every session directory: `os.scandir` reads each entry's type from the directory
+    itself, where `Path.iterdir` + `is_dir`/`is_file` made a stat call per entry. A directory that was quiet (see
+    `_quiet`) costs one stat instead of a listing."""
+    global _quiet
     found: list[InboxFile] = []
+    started = time.time_ns()
     try:
         sessions = os.scandir(root / INBOX_DIR)
     except (FileNotFoundError, NotADirectoryError):
         return found
+    quiet, still_quiet = _quiet, {}
     with sessions:
         for session_dir in sessions:
             if session_dir.name.startswith(".") or not session_dir.is_dir(follow_symlinks=False):
                 continue
+            info = session_dir.stat(follow_symlinks=False)  # taken before the listing: a later change shows in it
+            state = (info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+            if quiet.get(session_dir.path) == state:
+                still_quiet[session_dir.path] = state
+                continue
+            listed = len(found)
             with os.scandir(session_dir.path) as entries:
                 for entry in entries:
                     name = entry.name
@@ -109,6 +140,9 @@ def inbox_files(root: Path) -> list[InboxFile]:
                         continue
                     if entry.is_file(follow_symlinks=False):
                         found.append(InboxFile(session_dir.name, Path(entry.path)))
+            if len(found) == listed and _settled(info, started):
+                still_quiet[session_dir.path] = state
+    _quiet = still_quiet  # only this listing's directories: a removed one is forgotten
     return sorted(found, key=InboxFile.sort_key)
 
 

@@ -199,3 +199,52 @@ def test_a_candidate_the_scanner_rejects_is_a_reject_decision_not_a_dead_letter(
     report = drain_inbox(load_config())
     assert report.failures == [] and [(c.op, c.applied) for c in report.candidates] == [("reject", False)]
     assert Decision.objects.get().op == "reject"
+
+
+def test_a_quiet_session_directory_is_not_listed_again_until_it_changes(ws, home, monkeypatch):
+    root = global_root(home)
+    assert extract(ws, "sess-a", "My editor is helix.").staged_file
+    assert extract(ws, "sess-b", "We use pnpm for package management.").staged_file
+    drain_inbox(load_config())  # both emptied; their directories stay
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def counting_scandir(path):
+        listed.append(Path(path).name)
+        return real_scandir(path)
+
+    monkeypatch.setattr(inbox.os, "scandir", counting_scandir)
+    # Changed within the racy window (made an hour long here): a directory is listed every time.
+    monkeypatch.setattr(inbox, "QUIET_AFTER_NS", 3600 * 10**9)
+    monkeypatch.setattr(inbox, "QUIET_AFTER_COARSE_NS", 3600 * 10**9)
+    assert inbox.inbox_files(root) == [] and inbox.inbox_files(root) == []
+    assert sorted(listed) == ["_inbox", "_inbox", "sess-a", "sess-a", "sess-b", "sess-b"]
+    monkeypatch.setattr(inbox, "QUIET_AFTER_NS", 0)
+    monkeypatch.setattr(inbox, "QUIET_AFTER_COARSE_NS", 0)
+    time.sleep(0.05)  # past the file system clock's tick
+    listed.clear()
+    assert inbox.inbox_files(root) == [] and inbox.inbox_files(root) == []
+    assert sorted(listed) == ["_inbox", "_inbox", "sess-a", "sess-b"]  # the second listing stat-ed them only
+    # A file staged into a quiet directory changes it: it is listed and drained.
+    staged = extract(ws, "sess-a", "My shell is fish.", first_seq=2).staged_file
+    listed.clear()
+    assert [item.relative for item in inbox.inbox_files(root)] == [staged]
+    assert sorted(listed) == ["_inbox", "sess-a"]
+    report = drain_inbox(load_config())
+    assert report.files == [staged] and inbox.inbox_files(root) == []
+    # So is a claimed file a dead drain left behind.
+    (root / "_inbox" / "sess-b" / "20250101T000000000000Z-9.jsonl.processing").write_text("")
+    assert [item.relative for item in inbox.inbox_files(root)] == ["_inbox/sess-b/20250101T000000000000Z-9.jsonl"]
+
+
+def test_a_directory_is_remembered_only_once_its_last_change_is_older_than_the_clock_tick():
+    from types import SimpleNamespace
+
+    now = 1_800_000_000 * 10**9
+    fine = now - inbox.QUIET_AFTER_NS - 123_457  # ext4: the kernel's coarse clock, nanoseconds
+    assert inbox._settled(SimpleNamespace(st_mtime_ns=fine, st_ctime_ns=fine), now)
+    assert not inbox._settled(SimpleNamespace(st_mtime_ns=fine, st_ctime_ns=fine + 200_000), now)
+    assert not inbox._settled(SimpleNamespace(st_mtime_ns=now + 10**9, st_ctime_ns=fine), now)  # a future mtime
+    whole = now - 10**9  # a file system that keeps seconds: one second is within its tick
+    assert not inbox._settled(SimpleNamespace(st_mtime_ns=whole, st_ctime_ns=whole), now)
+    assert inbox._settled(SimpleNamespace(st_mtime_ns=now - 3 * 10**9, st_ctime_ns=now - 3 * 10**9), now)
