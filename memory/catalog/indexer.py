@@ -19,7 +19,7 @@ from memory.domain.models import ScopeRef, sha256_text
 from memory.domain.names import entity_key, is_system_path, parse_filename
 from memory.domain.passages import passages
 
-from . import vectors
+from . import sql, vectors
 
 GENERATION_KEY = "generation"
 # Bump when entry_row derives rows differently: the next reindex then re-derives every row instead of trusting
@@ -142,7 +142,7 @@ def upsert_rows(rows: Sequence[Row]) -> list[tuple[str, str] | None]:
     previous: list[tuple[str, str] | None] = []
     rewrite: list[tuple[int, Row, bool]] = []
     kept: list[int] = []
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         for row in rows:
             root_key, filename = row.values[0], row.values[_FILENAME]
             cursor.execute(
@@ -248,7 +248,7 @@ def _as_stored(value: Any) -> Any:
 
 
 def advance_generation() -> None:
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute(
             "INSERT INTO memory_state (key, value) VALUES (%s, 1) ON CONFLICT(key) DO UPDATE SET value = value + 1",
             [GENERATION_KEY],

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from django.db import connection
-
 from memory.domain.catalog_view import Target
 
-from . import fts
+from . import fts, sql
 
 _TARGETS = (
     "SELECT e.id, e.filename, e.name, e.description, e.body_key FROM memory_catalog_entries e "
@@ -24,7 +22,7 @@ class RootCatalogView:
         self.root_key = root_key
 
     def _targets(self, condition: str, params: list[object]) -> list[Target]:
-        with connection.cursor() as cursor:
+        with sql.cursor() as cursor:
             # Sorted here, not by ORDER BY: that would tempt SQLite into walking the (root_key, filename) index
             # over the whole root instead of using the narrow index of the condition.
             cursor.execute(_TARGETS + condition, [self.root_key, *params])
@@ -45,7 +43,7 @@ class RootCatalogView:
         return self._targets("e.entity_key = %s AND e.type = %s", [entity, memory_type])
 
     def overlapping(self, memory_type: str, words: list[str], limit: int) -> list[Target]:
-        with connection.cursor() as cursor:
+        with sql.cursor() as cursor:
             rows = fts.overlap_candidates(
                 cursor, root_key=self.root_key, memory_type=memory_type, terms=words[:MAX_OVERLAP_TERMS], limit=limit
             )

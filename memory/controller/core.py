@@ -10,9 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.db import connection
-
 from compozy.config import Config
+from memory.catalog import sql
 from memory.catalog.drift import invalid_reason
 from memory.catalog.queries import RootCatalogView
 from memory.domain.document import Document, parse_document, render_document
@@ -148,7 +147,7 @@ def _decision_of(candidate: Candidate, *, newest: bool, candidate_hash: str | No
     new, and building an ORM query cost more than running it (the drain asks once per extracted candidate).
     `candidate_hash`: the candidate's, when the caller has it already."""
     order = "decided_at DESC, id DESC" if newest else "decided_at, id"
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute(
             f"SELECT id FROM memory_decisions WHERE candidate_hash = %s AND root_key = %s ORDER BY {order} LIMIT 1",
             [candidate_hash or candidate.candidate_hash(), candidate.ref.root_key],

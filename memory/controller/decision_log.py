@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from memory.catalog import sql
 from memory.domain.enums import DecisionSource, Op, Origin
 from memory.domain.models import ScopeRef, canonical_json, sha256_text, utc_now
 from memory.models import Decision
@@ -71,7 +72,7 @@ def new_decision(*, ref: ScopeRef, origin: Origin, op: Op, candidate_hash: str, 
 def last_decision_id(root_key: str, filename: str) -> str | None:
     if not filename:
         return None
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute(
             "SELECT id FROM memory_decisions WHERE root_key = %s AND target_filename = %s "
             "ORDER BY decided_at DESC, id DESC LIMIT 1",
@@ -82,13 +83,13 @@ def last_decision_id(root_key: str, filename: str) -> str | None:
 
 
 def decision_exists(idempotency_key: str) -> bool:
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute("SELECT 1 FROM memory_decisions WHERE idempotency_key = %s", [idempotency_key])
         return cursor.fetchone() is not None
 
 
 def unapplied_exist() -> bool:
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute("SELECT 1 FROM memory_decisions WHERE applied_at IS NULL LIMIT 1")
         return cursor.fetchone() is not None
 
@@ -133,7 +134,7 @@ def persist_decisions(decisions: list[Decision]) -> None:
 def stamp_applied(decisions: list[Decision]) -> None:
     now = utc_now()
     stamp = connection.ops.adapt_datetimefield_value(now)
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), sql.cursor() as cursor:
         cursor.executemany("UPDATE memory_decisions SET applied_at = %s WHERE id = %s AND applied_at IS NULL",
                            [[stamp, decision.id] for decision in decisions])
     for decision in decisions:

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 
 from django.db import connection, transaction
 
+from memory.catalog import sql
+
 
 @contextmanager
 def durable_transaction() -> Iterator:
@@ -17,12 +19,12 @@ def durable_transaction() -> Iterator:
     durable = not connection.in_atomic_block
     if durable:
         connection.ensure_connection()
-        with connection.cursor() as cursor:
+        with sql.cursor() as cursor:
             cursor.execute("PRAGMA synchronous=FULL")
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
+        with transaction.atomic(), sql.cursor() as cursor:
             yield cursor
     finally:
         if durable:
-            with connection.cursor() as cursor:
+            with sql.cursor() as cursor:
                 cursor.execute("PRAGMA synchronous=NORMAL")

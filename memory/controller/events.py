@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from memory.catalog import sql
 from memory.domain.enums import DECISION_EVENT, MUTATING_OPS, EventOp, Op
 from memory.domain.models import utc_now
 from memory.models import Decision
@@ -34,7 +35,7 @@ def event_record(*, op: EventOp, workspace_id: str = "", session_id: str = "", a
     values = _event_values(op=op, workspace_id=workspace_id, session_id=session_id, actor=actor, scope=scope,
                            agent_name=agent_name, agent_tier=agent_tier, decision_id=decision_id, target=target,
                            metadata=metadata or {})
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute(_INSERT_EVENT, values)
 
 
@@ -59,5 +60,5 @@ def _decision_event_values(decision: Decision) -> list[Any]:
 def decision_events_record(decisions: list[Decision]) -> None:
     """One event per decision; the unique (decision_id, op) index makes a replayed insert a no-op."""
     # savepoint=False: inside apply's transaction this joins it; alone it is one transaction for the batch.
-    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), sql.cursor() as cursor:
         cursor.executemany(_INSERT_EVENT, [_decision_event_values(decision) for decision in decisions])

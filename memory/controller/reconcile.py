@@ -14,6 +14,7 @@ from pathlib import Path
 
 from django.db import connection, transaction
 
+from memory.catalog import sql
 from memory.catalog.indexer import (
     ENTRY_COLUMNS,
     DiskFile,
@@ -108,7 +109,7 @@ def external_decision(ref: ScopeRef, filename: str, text: str | None, document: 
 def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
     """Record a hand edit of one file, if there is one. Called under the write lock."""
     path = files.safe_path(root, filename)
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute("SELECT content_hash, size, mtime_ns FROM memory_catalog_entries "
                        "WHERE root_key = %s AND filename = %s", [ref.root_key, filename])
         entry = cursor.fetchone()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.db import connection
-
+from memory.catalog import sql
 from memory.domain.enums import AgentTier, Scope
 from memory.domain.models import ScopeRef, needs_workspace
 from memory.models import Workspace
@@ -40,7 +39,7 @@ def workspace_directory(workspace_id: str) -> Path | None:
         return None
     # Plain SQL: the extractor's drain resolves the root of every workspace candidate, and compiling the ORM
     # query took about twenty times as long as running it.
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute(_WORKSPACE_PATH, [workspace_id])
         found = cursor.fetchone()
     return Path(found[0]) if found and found[0] else None
