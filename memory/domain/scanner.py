@@ -59,8 +59,9 @@ class _Text:
     @classmethod
     def of(cls, text: str) -> _Text:
         lowered = _lower(text)
-        present = filter(lowered.__contains__, _ALL_STARTS)
-        return cls(text, lowered, frozenset(present))
+        # `in` in a comprehension, not filter(lowered.__contains__, ...): a call through the method wrapper built an
+        # argument tuple for each of the ~290 literals.
+        return cls(text, lowered, frozenset([start for start in _ALL_STARTS if start in lowered]))
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,16 @@ def _signal(starts: str | tuple[str, ...], pattern: str, *, case: bool = False, 
     return _Signal(literals, re.compile(pattern, 0 if case else re.IGNORECASE), word_start)
 
 
+def _live(signals: tuple[_Signal, ...], scanned: _Text) -> list[_Signal]:
+    """The signals one of whose start literals occurs in the text; the others cannot match. Filtered here, in one
+    comprehension, rather than by each signal: most signals are absent from most texts, and two calls per absent
+    signal (84 of them per scan) were a third of the scanner's time."""
+    present = scanned.present
+    return [signal for signal in signals if not signal.starts.isdisjoint(present)]
+
+
 def _any(signals: tuple[_Signal, ...], scanned: _Text) -> bool:
-    return any(signal.search(scanned) for signal in signals)
+    return any(signal.search(scanned) for signal in _live(signals, scanned))
 
 
 def _line_of(text: str, at: int) -> str:
@@ -220,7 +229,8 @@ def _quoted_mention(text: str, match: re.Match[str]) -> bool:
 
 def _prompt_injection(scanned: _Text) -> bool:
     text = scanned.text
-    if any(not _quoted_mention(text, match) for signal in _PROMPT_INJECTION for match in signal.matches(scanned)):
+    if any(not _quoted_mention(text, match)
+           for signal in _live(_PROMPT_INJECTION, scanned) for match in signal.matches(scanned)):
         return True
     return any(_ROLE_PREFIX.fullmatch(text, text.rfind("\n", 0, match.start()) + 1, match.start())
                for match in _ROLE_LINE.matches(scanned))
@@ -360,7 +370,7 @@ _SELF_PERSISTENCE = (
 def _persistence(scanned: _Text) -> bool:
     if _any(_SELF_PERSISTENCE, scanned):
         return True
-    payloads = [match.start() for signal in _PAYLOAD for match in signal.matches(scanned)]
+    payloads = [match.start() for signal in _live(_PAYLOAD, scanned) for match in signal.matches(scanned)]
     if not payloads:
         return False
     # Cron, systemd, launchd, shell start-up files and authorized_keys are everyday facts; installed together
@@ -442,7 +452,7 @@ def _secret(scanned: _Text) -> bool:
     if _any(_SECRET_SHAPES, scanned):
         return True
     return any(_looks_secret(match.group(match.lastindex or 0), password=match.lastgroup == "password")
-               for signal in _SECRET_VALUES for match in signal.matches(scanned))
+               for signal in _live(_SECRET_VALUES, scanned) for match in signal.matches(scanned))
 
 
 # ----- the service's own material -----------------------------------------------------------------------------
