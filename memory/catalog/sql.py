@@ -15,8 +15,8 @@ DEBUG and `CaptureQueriesContext`), it hands out Django's own cursor instead, so
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -77,20 +77,28 @@ class Cursor:
         return self._cursor.rowcount
 
 
-@contextmanager
-def cursor() -> Iterator[Any]:
-    """A cursor on the default connection (Django's own while statements are being watched)."""
-    db = connections[DEFAULT_DB_ALIAS]
-    if db.execute_wrappers or db.queries_logged:
-        with db.cursor() as watched:
-            yield watched
-        return
-    db.close_if_health_check_failed()
-    db.ensure_connection()
-    with db.wrap_database_errors:
-        raw = db.connection.cursor()
-    try:
-        yield Cursor(db, raw)
-    finally:
-        with suppress(db.Database.Error):
-            raw.close()  # as Django's cursor: a failed close is not the statement's error
+class cursor:  # noqa: N801 - used as `with sql.cursor() as cursor:`, like Django's
+    """A cursor on the default connection (Django's own while statements are being watched). A class rather than a
+    generator-based context manager: it is entered for every statement of the write path."""
+
+    __slots__ = ("_db", "_raw", "_watched")
+
+    def __enter__(self) -> Any:
+        db = self._db = connections[DEFAULT_DB_ALIAS]
+        if db.execute_wrappers or db.queries_logged:
+            self._raw = None
+            self._watched = db.cursor()
+            return self._watched.__enter__()
+        db.close_if_health_check_failed()
+        if db.connection is None:
+            db.ensure_connection()  # what it would check first; skipped when connected (its async guard costs)
+        with db.wrap_database_errors:
+            self._raw = db.connection.cursor()
+        return Cursor(db, self._raw)
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        if self._raw is None:
+            self._watched.__exit__(exc_type, exc_value, traceback)
+            return
+        with suppress(self._db.Database.Error):
+            self._raw.close()  # as Django's cursor: a failed close is not the statement's error
