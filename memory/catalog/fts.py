@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sqlite3
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from .sql import qmark
 
 if TYPE_CHECKING:
     from .owners import Owners
@@ -43,16 +43,6 @@ DROP_SQL = [
 ] + [f"DROP TABLE IF EXISTS {table}" for table in (UNICODE_TABLE, TRIGRAM_TABLE)]
 
 
-_FORMAT_PLACEHOLDER = re.compile(r"(?<!%)%s")
-
-
-@lru_cache(maxsize=256)
-def _qmark(sql: str) -> str:
-    """A statement written for Django's cursor (%s placeholders, %% for a literal %) in sqlite3's own style: the
-    conversion Django's SQLite backend applies to every statement, done once per statement text."""
-    return _FORMAT_PLACEHOLDER.sub("?", sql).replace("%%", "%")
-
-
 def _rows(cursor, sql: str, params: list[object]) -> list[tuple]:  # noqa: ANN001
     """All rows of a read-only statement of recall's hot path (about ten a question). Given Django's cursor, run on
     the sqlite3 cursor beneath it, under Django's error mapping (the same exceptions): that skips what Django adds
@@ -64,7 +54,7 @@ def _rows(cursor, sql: str, params: list[object]) -> list[tuple]:  # noqa: ANN00
         cursor.execute(sql, params)
         return cursor.fetchall()
     with cursor.db.wrap_database_errors:
-        return sqlite3.Cursor.execute(raw, _qmark(sql), params).fetchall()
+        return sqlite3.Cursor.execute(raw, qmark(sql), params).fetchall()
 
 
 def quote_term(term: str) -> str:
