@@ -8,8 +8,11 @@ Weights, k and sizes come from configuration.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -564,9 +567,11 @@ def _rank_score(rank: int | None, k: float) -> float:
     return 0.0 if rank is None else k / (k + rank)
 
 
-def _list_parts(weight: float, k: float, size: int) -> dict[int | None, float]:
-    """A list's part of the score for each rank it gives (None: absent from the list)."""
-    return {rank: round(weight * _rank_score(rank, k), 6) for rank in [None, *range(size)]}
+@lru_cache(maxsize=64)
+def _list_parts(weight: float, k: float, size: int) -> Mapping[int | None, float]:
+    """A list's part of the score for each rank it gives (None: absent from the list). Kept per weight, constant
+    and list size (a pure function of them; three lists of ~50 a question cost ~80 us to build), hence read-only."""
+    return MappingProxyType({rank: round(weight * _rank_score(rank, k), 6) for rank in [None, *range(size)]})
 
 
 def _side_lists(query: RecallQuery, *, trigram_expression: str | None, root_keys: list[str], include_system: bool,

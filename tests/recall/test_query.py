@@ -232,3 +232,7 @@ def test_a_lists_part_of_the_score_is_the_reciprocal_rank_formula_for_every_rank
     assert parts[0] == 0.55 and parts[1] == 0.275
     assert all(parts[rank] == round(0.55 * 1.0 / (1.0 + rank), 6) for rank in range(50))
     assert set(parts) == {None, *range(50)}
+    # Kept per weight, constant and size, so read-only: a caller cannot change another question's scores.
+    assert _list_parts(0.55, 1.0, 50) is parts and _list_parts(0.55, 1.0, 49) is not parts
+    with pytest.raises(TypeError):
+        parts[0] = 1.0  # type: ignore[index]
