@@ -15,6 +15,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memory.domain.catalog_view import CatalogView, Target
 from memory.domain.document import body_fingerprint
 from memory.domain.enums import AUTONOMOUS_ORIGINS, ControllerMode, DecisionSource, Op, Origin, RequestKind
+from memory.domain.errors import ValidationError
 from memory.domain.models import Candidate, sha256_text
 from memory.domain.names import entity_key, slugify
 from memory.domain.scanner import scan
@@ -103,6 +104,7 @@ def decide(candidate: Candidate, view: CatalogView, settings: RuleSettings) -> V
 
     assert front is not None
     body_key = sha256_text(body_fingerprint(candidate.body))
+    _prefetch(view, candidate, filename, body_key, front.type.value)
     same_file = view.by_filename(filename)
 
     # 4. Exact duplicate. The same file with a changed header is an update, not a duplicate.
@@ -168,6 +170,21 @@ def decide(candidate: Candidate, view: CatalogView, settings: RuleSettings) -> V
     reason = "one memory overlaps; distinct enough to add" if overlapping else "no memory overlaps"
     _trace(trace, "lexical_overlap", True, reason, overlapping[0].filename if overlapping else None)
     return Verdict(Op.ADD, filename, [], trace, "new memory")
+
+
+def _prefetch(view: CatalogView, candidate: Candidate, filename: str, body_key: str, memory_type: str) -> None:
+    """Let a view that can answer the filename, body and entity look-ups in one statement do so (the catalog's
+    does; each look-up then answers from it, exactly as it would have alone). The entity is the one rule 6 uses;
+    when it cannot be derived (a slug with no letters), nothing is prefetched and the rules raise where they did."""
+    prefetch = getattr(view, "prefetch", None)
+    if prefetch is None:
+        return
+    stem = filename.split("_", 1)[-1].removesuffix(".md")
+    try:
+        entity = entity_key(slugify(candidate.entity) if candidate.entity else stem)
+    except ValidationError:
+        return
+    prefetch(filename, body_key, entity, memory_type)
 
 
 def _ambiguous(candidate: Candidate, targets: list[Target], trace: list[dict[str, Any]],
