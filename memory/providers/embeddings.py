@@ -21,6 +21,7 @@ import os
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -103,17 +104,41 @@ class LocalEmbedder:
         # Each text's token rows averaged on their own: a gather of one text's rows stays in cache, where one gather
         # of every text's rows (averaged with reduceat) built an array of tokens x 256 floats, 70 MB for a reindex
         # batch of 1,000 memories, and took four times as long. No padding to the longest text either way.
-        # The shipped table stays float16 (see _read_shipped_model): only the gathered rows become float32, the same
-        # float32 values a converted table holds, averaged the same way, so the vectors are bit-identical.
         encoded = tokenizer.encode_batch(texts, add_special_tokens=False)
         out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
         last = table.shape[0] - 1
+        rows = self._float32_rows(table)
         for row, item in enumerate(encoded):
             if item.ids:
                 ids = np.asarray(item.ids, dtype=np.int64)
                 np.clip(ids, 0, last, out=ids)
-                out[row] = table[ids].astype(np.float32, copy=False).mean(axis=0)
+                out[row] = rows(ids).mean(axis=0)
         return normalized(out)
+
+    _converted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (float16 table, float32 rows, converted)
+
+    @classmethod
+    def _float32_rows(cls, table: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """The float32 rows of these token ids. The shipped table stays float16 (see _read_shipped_model); each row
+        is converted the first time a text uses it and kept, so a process converts only the rows it meets, once:
+        converting the gathered rows on every call cost more, over a bench's 1,000 turns, than the whole table.
+        The same float32 values a converted table holds, averaged the same way: bit-identical vectors."""
+        if table.dtype == np.float32:
+            return table.__getitem__
+        with cls._lock:
+            if cls._converted is None or cls._converted[0] is not table:
+                cls._converted = (table, np.empty(table.shape, dtype=np.float32), np.zeros(len(table), dtype=bool))
+            _table, converted_rows, converted = cls._converted
+
+        def rows(ids: np.ndarray) -> np.ndarray:
+            missing = ids[~converted[ids]]
+            if len(missing):
+                with cls._lock:  # rows first, then the flags: a reader never sees a flag before its row
+                    converted_rows[missing] = table[missing]
+                    converted[missing] = True
+            return converted_rows[ids]
+
+        return rows
 
 
 # The files the wordllama wheel ships for the default model, and the tensor WordLlama.load() reads from them.

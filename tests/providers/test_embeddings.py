@@ -158,3 +158,18 @@ def test_the_configured_kind_chooses_the_embedder(fake, tmp_path):
         "COMPOZY_MEMORY__EMBEDDER__MODEL": "nomic-embed-text", "COMPOZY_MEMORY__EMBEDDER__TIMEOUT": "1.5s"}))
     assert isinstance(chosen, OpenAIEmbedder)
     assert chosen.model_id == "openai:nomic-embed-text" and chosen.timeout_ms == 1500
+
+
+def test_the_float16_table_gives_the_vectors_of_its_float32_conversion_on_first_and_later_use(monkeypatch):
+    # The shipped table stays float16 and its rows are converted as texts first use them (kept for later texts).
+    table, tokenizer = embeddings._read_shipped_model()
+    assert table.dtype == np.float16
+    texts = ["how do I restore the database from a backup", "Ünïcödé café, 東京", "", "x " * 300,
+             "restoring the database from last night's backup"]
+    monkeypatch.setattr(LocalEmbedder, "_loaded", (np.ascontiguousarray(table, dtype=np.float32), tokenizer))
+    expected = LocalEmbedder().embed(texts)
+    monkeypatch.setattr(LocalEmbedder, "_loaded", (table, tokenizer))
+    monkeypatch.setattr(LocalEmbedder, "_converted", None)
+    first = LocalEmbedder().embed(texts[:2])  # converts their rows
+    again = LocalEmbedder().embed(texts)  # some rows kept, some new
+    assert first.tobytes() == expected[:2].tobytes() and again.tobytes() == expected.tobytes()
