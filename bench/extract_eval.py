@@ -213,6 +213,7 @@ def speed(env: common.Env, sessions: list[dict], count: int) -> dict:
     floor_turn: list[float] = []
     rules_only: list[float] = []
     candidates = 0
+    flush_before = common.disk_flush_probe(env.scratch)
     for index, (sid, turn) in enumerate(picked):
         began, began_cpu = time.perf_counter(), time.thread_time()
         outcome = extract_turns(source=SessionSource(sid, sid, workspace_id), turns=[turn], context=[],
@@ -236,6 +237,7 @@ def speed(env: common.Env, sessions: list[dict], count: int) -> dict:
         extract_rules.extract([turn])
         rules_only.append(time.perf_counter() - began)
     floor.close()
+    flush_after = common.disk_flush_probe(env.scratch)
     total = sum(per_turn)
 
     def rate(seconds: list[float]) -> float:
@@ -255,6 +257,8 @@ def speed(env: common.Env, sessions: list[dict], count: int) -> dict:
                                     "per_turn_ms": common.latency_summary(floor_turn)},
         "product_seconds_over_floor_seconds": round(total / sum(floor_turn), 2) if sum(floor_turn) else None,
         "rules_only": {"turns_per_second": rate(rules_only), "per_turn_ms": common.latency_summary(rules_only)},
+        # The disk's fsync latency just before and just after the turns: what the floor's rate mostly follows.
+        "disk_flush_ms": {"before": flush_before, "after": flush_after},
     }
 
 

@@ -17,6 +17,7 @@ def load_bench_script(name: str) -> ModuleType:
         spec = importlib.util.spec_from_file_location(f"{name}_under_test", BENCH / f"{name}.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while the script loads
         spec.loader.exec_module(module)
         return module
     finally:
