@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from .sql import qmark
 
 if TYPE_CHECKING:
     from .owners import Owners
@@ -44,17 +41,10 @@ DROP_SQL = [
 
 
 def _rows(cursor, sql: str, params: list[object]) -> list[tuple]:  # noqa: ANN001
-    """All rows of a read-only statement of recall's hot path (about ten a question). Given Django's cursor, run on
-    the sqlite3 cursor beneath it, under Django's error mapping (the same exceptions): that skips what Django adds
-    per statement (the placeholder rewrite, execute wrappers, the debug log), ~14 us a statement on this machine,
-    against ~8 us for the statement itself. The same connection, so the same transaction and the same converted
-    values. Any other cursor (the benchmarks' recording ones) runs the statement as given."""
-    raw = getattr(cursor, "cursor", None)
-    if not isinstance(raw, sqlite3.Cursor):
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-    with cursor.db.wrap_database_errors:
-        return sqlite3.Cursor.execute(raw, qmark(sql), params).fetchall()
+    """All rows of a read statement. Recall hands in `memory.catalog.sql`'s cursor, which skips Django's
+    per-statement layers (about ten statements a question); any cursor with execute and fetchall works."""
+    cursor.execute(sql, params)
+    return cursor.fetchall()
 
 
 def quote_term(term: str) -> str:

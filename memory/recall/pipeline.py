@@ -19,7 +19,7 @@ import numpy as np
 from django.db import connection
 
 from compozy.config import Config, RecallContext
-from memory.catalog import fts, owners, vectors
+from memory.catalog import fts, owners, sql, vectors
 from memory.catalog.fts import quote_term
 from memory.domain.models import SCOPE_DEPTH, ScopeRef, utc_now
 from memory.providers.embeddings import EmbedderError
@@ -256,7 +256,7 @@ def _deepest_holders(candidates: list[RecallCandidate], root_keys: list[str]) ->
     if len(root_keys) < 2 or not candidates:
         return {}
     names = sorted({c.row["filename"] for c in candidates})
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         cursor.execute(
             f"SELECT scope, agent_name, agent_tier, workspace_id, filename, type, slug FROM memory_catalog_entries "
             f"WHERE root_key IN ({', '.join('%s' for _ in root_keys)}) AND is_system = 0 "
@@ -551,7 +551,7 @@ def _read_placed(ranked: list[RecallCandidate], top_k: int, rows: fts.RowCache |
                    if "passage" not in candidate.row}
         if not pending:
             return ranked
-        with connection.cursor() as cursor:
+        with sql.cursor() as cursor:
             found = {values[-2]: values for values in fts.chunk_rows(cursor, sorted(pending), rows=rows)}
         for chunk_id, candidate in pending.items():
             if chunk_id in found:
@@ -580,7 +580,7 @@ def _side_lists(query: RecallQuery, *, trigram_expression: str | None, root_keys
     """What recall needs that does not depend on the word index's ranking: the trigram ranking (as stubs: entry
     id, score, chunk id) and the semantic similarities, or the embedder's error. Runs in whichever thread
     side_thread gives it, on that thread's connection."""
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         trigram = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
                                      include_system=include_system, limit=pool, owners=visible,
                                      stubs=True) if trigram_expression else []
@@ -605,7 +605,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
     pattern = _term_pattern(query)
     warning = None
     generation = current_generation()
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         common, rare, unseen, unfound = classify_terms(cursor, query, generation)
         visible = owners.owners(cursor, root_keys, generation)
         expression, split = word_ranking(cursor, query, common, generation, pool)
@@ -724,7 +724,7 @@ def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: i
             winners.append(candidate)
     fragments = sorted(rare | unseen, key=len, reverse=True)
     returned = winners + shadowed
-    with connection.cursor() as cursor:
+    with sql.cursor() as cursor:
         # Whole bodies only for what is returned; snippets come from the passage that matched.
         bodies = fts.entry_bodies(cursor, [candidate.row["entry_id"] for candidate in returned])
     for candidate in returned:

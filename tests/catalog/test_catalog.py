@@ -163,22 +163,24 @@ def test_a_file_with_invalid_frontmatter_is_reported_and_never_stops_reindex_or_
     assert not CatalogEntry.objects.filter(filename="project_broken.md").exists()
 
 
-def test_recall_reads_through_the_raw_cursor_give_what_django_s_cursor_gives(ws):
-    # fts._rows runs recall's hot reads on the sqlite3 cursor beneath Django's: the same rows and converted values
-    # (timestamps as datetimes), placeholders and a literal %% rewritten as Django does, Django's exceptions, and
-    # the same connection, so the caller's uncommitted rows are seen (these tests run inside a transaction).
+def test_recall_reads_through_the_fast_cursor_give_what_django_s_cursor_gives(ws):
+    # Recall reads through memory.catalog.sql's cursor: the same rows and converted values (timestamps as
+    # datetimes), a literal %% rewritten as Django does, Django's exceptions, and the same connection, so the
+    # caller's uncommitted rows are seen (these tests run inside a transaction).
     from django.db import OperationalError
 
-    from memory.catalog import fts
+    from memory.catalog import fts, sql
 
-    sql = ("SELECT e.id, e.filename, e.updated_at, c.body FROM memory_catalog_entries e "
-           "JOIN memory_chunks c ON c.entry_id = e.id WHERE e.filename LIKE %s AND '100%%' = %s ORDER BY e.id")
+    statement = ("SELECT e.id, e.filename, e.updated_at, c.body FROM memory_catalog_entries e "
+                 "JOIN memory_chunks c ON c.entry_id = e.id WHERE e.filename LIKE %s AND '100%%' = %s ORDER BY e.id")
     params = ["%.md", "100%"]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(statement, params)
         expected = cursor.fetchall()
-        assert len(expected) == 4 and all(type(row[2]).__name__ == "datetime" for row in expected)
-        assert fts._rows(cursor, sql, params) == expected
+    assert len(expected) == 4 and all(type(row[2]).__name__ == "datetime" for row in expected)
+    with sql.cursor() as cursor:
+        assert isinstance(cursor, sql.Cursor)
+        assert fts._rows(cursor, statement, params) == expected
         with pytest.raises(OperationalError):
             fts._rows(cursor, "SELECT * FROM no_such_table WHERE x = %s", [1])
         cursor.execute("INSERT INTO memory_state (key, value) VALUES (%s, %s)", ["test_raw_read", "seen"])
