@@ -34,12 +34,19 @@ def scope_label(candidate: RecallCandidate) -> str:
 def block(candidate: RecallCandidate, banner: str | None) -> str:
     # Memory text is escaped, not trusted: a file placed by hand never passed the scanner, and it must not close the
     # <compozy_recall> block it sits in or carry control characters into the prompt.
-    lines = [f"### {prompt_safe(candidate.name)} ({scope_label(candidate)}: {candidate.filename})",
-             prompt_safe(candidate.description)]
+    lines = [f"### {prompt_safe(candidate.name)} ({scope_label(candidate)}: {candidate.filename})"]
+    if not _says_first(candidate.body, candidate.description):
+        lines.append(prompt_safe(candidate.description))
     if banner:
         lines.append(f"> {banner}")
     lines += ["", prompt_safe(candidate.body)]
     return "\n".join(lines)
+
+
+def _says_first(body: str, description: str) -> bool:
+    """Whether the body opens with the description (whitespace aside): then the description line would only repeat
+    it in the prompt, as with a short extracted fact whose description is the fact itself."""
+    return " ".join(body.split()).startswith(" ".join(description.split()))
 
 
 def render_recall(header: str, blocks: list[str]) -> str:

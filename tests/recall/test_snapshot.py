@@ -52,6 +52,19 @@ def test_the_index_comes_before_the_recall_block(ws):
     assert "<compozy_recall>" not in r.snapshot(ws)["text"]  # no query, no recall block
 
 
+def test_a_recalled_memory_whose_body_opens_with_its_description_carries_it_once(ws):
+    # An extracted fact's description is the fact itself: the prompt gets it once, not twice.
+    h.write(ws, type="feedback", name="Use pnpm", description="From now on, use pnpm instead of npm.",
+            content="From now on, use pnpm instead of npm.")
+    h.write(ws, name="Runtime Docs", description="Where the runtime docs sit",
+            content="The runtime docs sit in docs/runtime and mkdocs renders them.")
+    text = r.snapshot(ws, query="which package manager, pnpm or npm? and where do runtime docs sit?")["text"]
+    recall = text[text.index("<compozy_recall>"):]
+    assert recall.count("From now on, use pnpm instead of npm.") == 1, recall
+    # A description that says something else stays, on its own line under the heading.
+    assert "### Runtime Docs (workspace: project_runtime_docs.md)\nWhere the runtime docs sit\n" in recall
+
+
 def test_the_sections_come_as_indexes_then_recall_then_the_checkpoint_summary(ws):
     seed(ws)
     put_checkpoint(ws)
