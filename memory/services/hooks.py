@@ -7,7 +7,8 @@ reference: `session_id`, `transcript_path`, `cwd`, `hook_event_name`, `source`, 
   `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, the output the reference
   documents for SessionStart
 - `UserPromptSubmit`, `Stop`: imports the transcript lines not yet imported (a line's uuid is its key, so a repeat
-  is a no-op); `Stop` also closes the turn with a `done` row
+  is a no-op); `Stop` also closes the turn with a `done` row once the transcript holds the turn's reply (a line
+  the client flushes after Stop is imported by the next hook, and the turn closed then, in transcript order)
 - `PreCompact`: imports, then runs compaction coverage over the complete turns imported
 - `SessionEnd`: imports, closes the turn, and stops the session, which queues the checkpoint update
 
@@ -50,6 +51,9 @@ from .sessions import (
 CLAUDE_CODE_AGENT = "claude-code"
 ClaudeCodeEvent = Literal["SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"]
 CLAUDE_CODE_EVENTS: tuple[str, ...] = ClaudeCodeEvent.__args__  # type: ignore[attr-defined]
+# Stop closes the turn once the transcript holds its reply (the client may flush that line after Stop ran);
+# SessionEnd closes it whatever the transcript holds, since nothing is imported after it.
+CLOSES_TURN = {"Stop": "answered", "SessionEnd": "always"}
 
 
 class HookFailure(CompozyError):
@@ -113,9 +117,11 @@ def _read_transcript(path: str | None) -> list[dict[str, Any]]:
     return claude_code.parse_lines(text.splitlines())[0]
 
 
-def _import(payload: ClaudeCodePayload, caller: Caller, *, close_turn: bool) -> tuple[int, int, str | None]:
+def _import(payload: ClaudeCodePayload, caller: Caller, *, close_turn: str) -> tuple[int, int, str | None]:
     """(rows appended, rows already there, transcript error). Only lines after the last one imported are mapped;
-    if that line is not found (a rewritten transcript), every line is, and the keys keep it idempotent."""
+    if that line is not found (a rewritten transcript), every line is, and the keys keep it idempotent.
+    `close_turn`: "" leaves the turn open, "answered" closes it once its reply is in the transcript (Stop), "always"
+    closes it (SessionEnd)."""
     error = None
     try:
         lines = _read_transcript(payload.transcript_path)
@@ -131,7 +137,7 @@ def _import(payload: ClaudeCodePayload, caller: Caller, *, close_turn: bool) -> 
                 break
     mapped = claude_code.rows_of(lines[start:], current_turn=turn)
     events = [row.as_event() for row in mapped.rows]
-    if close_turn and mapped.last_turn:
+    if mapped.last_turn and (close_turn == "always" or (close_turn == "answered" and claude_code.answered(mapped))):
         events.append(claude_code.turn_end(mapped.last_turn).as_event())
     appended = duplicates = 0
     for offset in range(0, len(events), MAX_BATCH):
@@ -151,7 +157,7 @@ def hook_claude_code(*, event: ClaudeCodeEvent, payload: ClaudeCodePayload, call
         result["output"] = {"hookSpecificOutput": {"hookEventName": "SessionStart",
                                                    "additionalContext": started.snapshot.text}}
         return HookResult(**result)
-    imported, duplicates, error = _import(payload, caller, close_turn=event in ("Stop", "SessionEnd"))
+    imported, duplicates, error = _import(payload, caller, close_turn=CLOSES_TURN.get(event, ""))
     result.update(imported=imported, duplicates=duplicates, transcript_error=error)
     ids = {"session_id": payload.session_id, "workspace": _workspace(caller)}
     if event == "PreCompact":

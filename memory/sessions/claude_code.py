@@ -119,7 +119,9 @@ def rows_of(lines: list[dict[str, Any]], *, current_turn: str = "") -> Rows:
             texts = [str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
             prompt = "\n".join(t for t in texts if t.strip())
             if prompt:
-                if turn:
+                # Re-reading the current turn's own prompt (an import resumes at the last line imported) is not a
+                # new prompt: closing the turn there would put `done` before the reply that follows it.
+                if turn and turn != uuid:
                     rows.append(Row("done", "", turn, f"done:{turn}", ts))
                 turn = uuid
                 rows.append(Row("user_message", _cut(prompt), turn, f"{uuid}:text", ts))
@@ -142,6 +144,17 @@ def rows_of(lines: list[dict[str, Any]], *, current_turn: str = "") -> Rows:
                 rows.append(Row("tool_call", str(block.get("name") or "tool"), turn, f"{uuid}:{index}", ts,
                                 data))
     return Rows(rows, turn)
+
+
+# The rows that show the assistant has answered: a turn whose last row is the prompt or a tool's result still
+# owes its reply.
+ANSWERED_KINDS = ("assistant_message", "tool_call", "error")
+
+
+def answered(rows: Rows) -> bool:
+    """Whether the last turn's reply is in the rows read: Stop closes a turn only then, so a reply the client has
+    not flushed to the transcript yet is never recorded after its turn's `done`."""
+    return bool(rows.rows) and rows.rows[-1].turn_id == rows.last_turn and rows.rows[-1].kind in ANSWERED_KINDS
 
 
 def turn_end(turn: str) -> Row:

@@ -199,3 +199,40 @@ def test_the_readme_settings_snippet_runs_this_adapter_for_every_event_it_handle
         assert commands == [("command", f"compozy hook claude-code {event}")], event
         # The recorded payload of each configured event names the same event.
         assert json.loads((DATA / f"{event}.json").read_text())["hook_event_name"] == event
+
+
+def _phase1_lines(agent: Agent) -> list[str]:
+    text = (DATA / "transcript_phase1.jsonl").read_text().replace("__CWD__", str(agent.cli.cwd))
+    return text.splitlines(keepends=True)
+
+
+def test_a_prompt_already_in_the_transcript_at_user_prompt_submit_keeps_its_turn_in_transcript_order(agent):
+    # Claude Code may write the prompt's line before UserPromptSubmit runs: the hook imports it, and Stop, which
+    # re-reads that line, must not close the turn before the reply the transcript holds after it.
+    lines = _phase1_lines(agent)
+    prompt_end = next(i for i, line in enumerate(lines) if '"uuid": "00000001-' in line) + 1
+    agent.transcript.write_text("".join(lines[:prompt_end]))
+    agent.hook("SessionStart")
+    agent.hook("UserPromptSubmit")
+    agent.transcript.write_text("".join(lines))
+    agent.hook("Stop")
+    kinds = [r["kind"] for r in agent.events()]
+    assert kinds == ["user_message", "assistant_message", "tool_call", "tool_result", "assistant_message",
+                     "tool_call", "tool_result", "assistant_message", "done"]
+
+
+def test_stop_before_the_reply_reaches_the_transcript_leaves_the_turn_open_until_the_reply_is_imported(agent):
+    # Stop can run before the client has flushed the reply's line: `done` waits for it, so the ledger never says
+    # the turn ended before its answer.
+    lines = _phase1_lines(agent)
+    prompt_end = next(i for i, line in enumerate(lines) if '"uuid": "00000001-' in line) + 1
+    agent.transcript.write_text("".join(lines[:prompt_end]))
+    agent.hook("SessionStart")
+    agent.hook("UserPromptSubmit")
+    agent.hook("Stop")
+    assert [r["kind"] for r in agent.events()] == ["user_message"]
+    agent.transcript.write_text("".join(lines))
+    agent.hook("Stop")
+    kinds = [r["kind"] for r in agent.events()]
+    assert kinds[0] == "user_message" and kinds[-2:] == ["assistant_message", "done"]
+    assert kinds.count("done") == 1
