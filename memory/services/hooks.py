@@ -5,7 +5,8 @@ reference: `session_id`, `transcript_path`, `cwd`, `hook_event_name`, `source`, 
 
 - `SessionStart`: starts (or looks up) the ledger session and answers with its frozen memory section as
   `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": …}}`, the output the reference
-  documents for SessionStart
+  documents for SessionStart; after a compaction or a resume (`source` compact or resume) the workspace checkpoint
+  as it is now follows the frozen section, so the compacted context gets the checkpoint PreCompact just wrote
 - `UserPromptSubmit`, `Stop`: imports the transcript lines not yet imported (a line's uuid is its key, so a repeat
   is a no-op); `Stop` also closes the turn with a `done` row once the transcript holds the turn's reply (a line
   the client flushes after Stop is imported by the next hook, and the turn closed then, in transcript order)
@@ -44,6 +45,7 @@ from .sessions import (
     SessionStartInput,
     session_append,
     session_compact,
+    session_context_after_compaction,
     session_start,
     session_stop,
 )
@@ -53,6 +55,9 @@ ClaudeCodeEvent = Literal["SessionStart", "UserPromptSubmit", "Stop", "PreCompac
 CLAUDE_CODE_EVENTS: tuple[str, ...] = ClaudeCodeEvent.__args__  # type: ignore[attr-defined]
 # Stop closes the turn once the transcript holds its reply (the client may flush that line after Stop ran);
 # SessionEnd closes it whatever the transcript holds, since nothing is imported after it.
+# SessionStart sources after which the client's context was rebuilt from a summary: the frozen section alone would
+# hand back the checkpoint of the session's start, not the one PreCompact just wrote.
+CONTEXT_REBUILT = ("compact", "resume")
 CLOSES_TURN = {"Stop": "answered", "SessionEnd": "always"}
 
 
@@ -154,8 +159,12 @@ def hook_claude_code(*, event: ClaudeCodeEvent, payload: ClaudeCodePayload, call
                               "transcript_error": None, "compaction": None, "stopped": False, "output": None}
     started = _ensure_started(payload, caller)
     if event == "SessionStart":
-        result["output"] = {"hookSpecificOutput": {"hookEventName": "SessionStart",
-                                                   "additionalContext": started.snapshot.text}}
+        context = started.snapshot.text
+        if payload.source in CONTEXT_REBUILT:
+            context = session_context_after_compaction(
+                data=SessionIdInput(session_id=payload.session_id, workspace=_workspace(caller)), caller=caller,
+                frozen=context)
+        result["output"] = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
         return HookResult(**result)
     imported, duplicates, error = _import(payload, caller, close_turn=CLOSES_TURN.get(event, ""))
     result.update(imported=imported, duplicates=duplicates, transcript_error=error)

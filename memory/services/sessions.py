@@ -621,13 +621,27 @@ def session_list(*, data: SessionListInput, caller: Caller) -> SessionList:
     return SessionList(sessions=[_view(row, archived.get(row.session_id, 0)) for row in rows], page=Page(**page))
 
 
+def _checkpoint_block(resolved: Resolved) -> str | None:
+    workspace_root = resolved.root(ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)) \
+        if resolved.workspace else None
+    return assembly.checkpoint_section(workspace_root)
+
+
+def session_context_after_compaction(*, data: SessionIdInput, caller: Caller, frozen: str) -> str:
+    """What a session's context starts with again after its client compacted it (or resumed it): the frozen
+    section, byte for byte, then the workspace checkpoint as it is now, which is what compaction just wrote. The
+    block is left out when the frozen section already holds the same one (no checkpoint was written since)."""
+    block = _checkpoint_block(_resolve(data.workspace, caller))
+    if block is None or block in frozen:
+        return frozen
+    return f"{frozen}{block}\n"
+
+
 def session_resume(*, data: SessionIdInput, caller: Caller) -> ResumeResult:
     """The degraded-resume replay: the same bytes for the same state."""
     resolved = _resolve(data.workspace, caller)
     session = _get(data.session_id, resolved)
-    workspace_root = resolved.root(ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)) \
-        if resolved.workspace else None
-    block = assembly.checkpoint_section(workspace_root)
+    block = _checkpoint_block(resolved)
     limits = resolved.config.session.projection
     replay = ledger.projection(session.session_id, max_messages=limits.max_messages, max_bytes=limits.max_bytes,
                                kinds=[kind.value for kind in SessionEventKind])

@@ -236,3 +236,27 @@ def test_stop_before_the_reply_reaches_the_transcript_leaves_the_turn_open_until
     kinds = [r["kind"] for r in agent.events()]
     assert kinds[0] == "user_message" and kinds[-2:] == ["assistant_message", "done"]
     assert kinds.count("done") == 1
+
+
+@pytest.mark.parametrize("source", ["compact", "resume"])
+def test_session_start_after_compaction_adds_the_checkpoint_compaction_just_wrote_to_the_frozen_section(agent, source):
+    assert agent.cli("memory", "write", "--type", "project", "--name", "Billing Worker", "--description",
+                     "Where the billing worker runs",
+                     "--content", "The billing worker runs on the queue host.").code == 0
+    agent.write_transcript("phase1", "phase2")
+    first = json.loads(agent.hook("SessionStart").stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "<compozy_checkpoint_summary>" not in first  # no checkpoint existed when the session started
+    agent.hook("PreCompact")
+    checkpoint = (agent.cli.cwd / ".compozy" / "memory" / "project_checkpoint_summary.md").read_text()
+    assert "Migrate the billing worker to asyncio" in checkpoint
+    again = json.loads(agent.hook("SessionStart", stdin=agent.payload("SessionStart", source=source)).stdout)
+    context = again["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith(first)  # the frozen section, byte for byte
+    added = context[len(first):]
+    assert added.count("<compozy_checkpoint_summary>") == 1
+    assert "Migrate the billing worker to asyncio" in added
+    # The session's frozen snapshot itself is unchanged.
+    shown = agent.cli("session", "show", SESSION, "-o", "json").json
+    assert shown["snapshot"]["text"] == first
+    # A fresh start (source=startup) of the same session is the frozen section alone.
+    assert json.loads(agent.hook("SessionStart").stdout)["hookSpecificOutput"]["additionalContext"] == first
