@@ -397,3 +397,22 @@ class ExtractorSession(models.Model):
     class Meta:
         db_table = "memory_extractor_sessions"
         indexes = [models.Index(fields=["status", "updated_at"], name="extractor_status")]
+
+
+class ImportRecord(models.Model):
+    """memory_imports: what `compozy import` brought in from another tool, one row per source file, so that a
+    second import adds nothing, an edited source becomes an update of the memory it made, and a memory the user
+    deleted since is reported instead of coming back."""
+
+    source = models.CharField(max_length=32)  # the tool: claude-code
+    source_key = models.CharField(max_length=1024)  # the file's path relative to the tool's folder
+    source_hash = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16)  # memory or transcript
+    root_key = models.CharField(max_length=200, blank=True, default="")
+    filename = models.CharField(max_length=255, blank=True, default="")
+    decision_id = models.CharField(max_length=32, blank=True, default="")
+    imported_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_imports"
+        constraints = [models.UniqueConstraint(fields=["source", "source_key"], name="import_source_key")]

@@ -27,6 +27,8 @@ ALLOWED_WRITERS = {
     "compozy/command.py": "opens /dev/null over stdout once its reader has closed the pipe",
     "memory/api/auth.py": "the API token file $COMPOZY_HOME/token, written atomically with mode 0600",
     "memory/services/hooklog.py": "appends agent-hook failures to $COMPOZY_HOME/logs/hooks.log, outside every root",
+    # os.open is how a file is opened without following a link; the flags are O_RDONLY | O_NOFOLLOW | O_NONBLOCK.
+    "memory/importers/claude_code.py": "opens Claude Code's files read-only, never through a link; writes nothing",
 }
 # Only these may call the store's mutating helpers.
 HELPER_CALLERS = {"memory/controller/core.py", "memory/controller/apply.py", "memory/controller/reconcile.py",

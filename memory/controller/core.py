@@ -212,7 +212,8 @@ def stamp_provenance(candidate: Candidate, prior_text: str | None, now: datetime
     front = candidate.frontmatter
     assert front is not None
     given = front.provenance or Provenance()
-    created_at = format_timestamp(now)
+    stamped = candidate.occurred_at or format_timestamp(now)
+    created_at = stamped
     sessions = list(given.source_sessions)
     if prior_text is not None:
         try:
@@ -230,7 +231,7 @@ def stamp_provenance(candidate: Candidate, prior_text: str | None, now: datetime
             "source_actor": given.source_actor or candidate.origin,
             "source_sessions": list(reversed(unique_recent)),
             "created_at": created_at,
-            "updated_at": format_timestamp(now),
+            "updated_at": stamped,
         }
     )
     return front.model_copy(update={"provenance": provenance})

@@ -32,10 +32,13 @@ class Origin(StrEnum):
     DREAMING = "dreaming"
     FILE = "file"
     PROVIDER = "provider"
+    # Brought in from another tool's memory by `compozy import` (Claude Code's auto-memory).
+    IMPORT = "import"
 
 
 # Autonomous writers must never overwrite a memory only because a generated slug collided.
-AUTONOMOUS_ORIGINS = frozenset({Origin.EXTRACTOR, Origin.DREAMING, Origin.PROVIDER})
+# An import is one too: a Claude Code file named like an existing memory must not replace it on first import.
+AUTONOMOUS_ORIGINS = frozenset({Origin.EXTRACTOR, Origin.DREAMING, Origin.PROVIDER, Origin.IMPORT})
 
 
 class Op(StrEnum):

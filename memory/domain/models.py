@@ -180,6 +180,10 @@ class Candidate(BaseModel):
     # A request identity chosen by the caller (an atomic batch's payload), used instead of the candidate's content:
     # a retried batch re-stages against a body that already holds its changes, so only the request is stable.
     request_key: str | None = None
+    # When what the memory records happened, for an origin that brings its source's own time (an import of a file
+    # dated by its tool): the provenance dates it is stamped with instead of the decision's. Not the candidate's
+    # identity, as the stamped timestamps are not.
+    occurred_at: str | None = None
 
     def candidate_hash(self) -> str:
         if self.request_key:

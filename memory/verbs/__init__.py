@@ -115,7 +115,8 @@ class Verb:
 
 
 # The modules declaring verbs, one per noun. A new noun adds its module here.
-NOUNS = ("memory.verbs.memory", "memory.verbs.dream", "memory.verbs.extractor", "memory.verbs.sessions")
+NOUNS = ("memory.verbs.memory", "memory.verbs.dream", "memory.verbs.extractor", "memory.verbs.sessions",
+         "memory.verbs.imports")
 
 # Help for the CLI's intermediate words (`compozy memory decisions …`).
 GROUPS: dict[tuple[str, ...], str] = {}

@@ -73,6 +73,7 @@ COMMANDS = {"write": ("memory", "write"), "list": ("memory", "list"), "show": ("
             "extractor status": ("memory", "extractor", "status"),
             "extractor failures": ("memory", "extractor", "list-failures"),
             "extractor replay": ("memory", "extractor", "replay"), "extractor drain": ("memory", "extractor", "drain"),
+            "import claude-code": ("import", "claude-code"),
             **{f"session {verb}": ("session", verb)
                for verb in ("start", "append", "usage", "stop", "show", "events", "history", "list", "resume")}}
 DECLARED = {verb.command: verb for verb in all_verbs() if verb.command}
@@ -238,7 +239,15 @@ SCENARIOS: list[tuple[str, str, Any]] = [
     ("extractor replay of a session with no failures", "extractor replay", {"session_id": "par-none"}),
     ("extractor replay of a failure and a session at once", "extractor replay",
      {"failure": "20250101T000000000000Z-x.json", "session_id": "par-x"}),
+    # One Claude Code folder shared by every surface (nothing in it is written): a project whose checkout is gone,
+    # so its memories are global ones, each surface importing into its own home.
+    ("import claude-code, dry run", "import claude-code",
+     lambda results: {"claude_dir": CLAUDE_FOLDER["path"], "dry_run": True}),
+    ("import claude-code", "import claude-code", lambda results: {"claude_dir": CLAUDE_FOLDER["path"]}),
+    ("import claude-code again (adds nothing)", "import claude-code",
+     lambda results: {"claude_dir": CLAUDE_FOLDER["path"]}),
 ]
+CLAUDE_FOLDER: dict[str, str] = {}
 # Scenarios whose error documents differ by surface in their message, compared by code only.
 CODES_ONLY = {"list with an unknown field"}
 
@@ -302,6 +311,17 @@ def seed_dead_letters(home: Path) -> list[str]:
             for stage, content, minute in (("submit", line + "\n", 1), ("provider", "", 2))]
 
 
+def claude_folder(root: Path) -> Path:
+    from tests.imports.claude_folder import memory_file
+
+    memory = root / "projects" / "-gone-checkout" / "memory"
+    memory.mkdir(parents=True)
+    (memory / "user_editor.md").write_text(memory_file("Editor", "The user edits in Helix", "user", "Helix, always."))
+    (memory / "feedback_reviews.md").write_text(memory_file(
+        "Review order", "Blocking findings first", "feedback", "Lead reviews with the blocking findings."))
+    return root
+
+
 def fresh(base: Path, name: str) -> tuple[Path, Path]:
     home, workspace = base / name / "home", base / name / "project"
     home.mkdir(parents=True)
@@ -313,6 +333,7 @@ def fresh(base: Path, name: str) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[bool, dict[str, Any]]]]:
     base = tmp_path_factory.mktemp("parity")
+    CLAUDE_FOLDER["path"] = str(claude_folder(base / "claude"))
     results = {}
     cli = CliSurface(*fresh(base, "cli"))
     results["cli"] = run_table(cli)
