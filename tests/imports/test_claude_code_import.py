@@ -165,3 +165,44 @@ def test_a_folder_without_projects_is_a_validation_error_naming_the_flag(cli, tm
     assert result.code != 0
     error = json.loads(result.stdout or result.stderr)
     assert error["code"] == "memory.validation" and error["details"]["field"] == "claude_dir"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_import_reports_its_progress_one_step_per_file_and_transcript(home, tmp_path):
+    from memory.domain.enums import Origin
+    from memory.services.imports import ClaudeCodeImportInput, import_claude_code
+    from memory.services.inputs import Caller
+
+    folder = build(tmp_path)
+    steps: list[tuple[int, int]] = []
+    data = ClaudeCodeImportInput.parse({"claude_dir": str(folder.root), "sessions": True, "dry_run": True})
+    import_claude_code(data=data, caller=Caller(origin=Origin.CLI, cwd=folder.alpha),
+                       progress=lambda done, total: steps.append((done, total)))
+    # Seven memory files (the link is not one) and two transcripts, counted as they are done.
+    assert steps == [(n, 9) for n in range(1, 10)]
+
+
+def test_the_cli_draws_a_progress_bar_on_a_terminal(cli, folder):
+    import os
+    import pty
+    import subprocess
+
+    from tests.conftest import COMPOZY
+
+    controller, terminal = pty.openpty()
+    proc = subprocess.run([COMPOZY, "import", "claude-code", "--claude-dir", str(folder.root), "--dry-run"],
+                          cwd=cli.cwd, env=cli.env(), stdout=subprocess.PIPE, stderr=terminal, timeout=120)
+    os.close(terminal)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(controller)
+    assert proc.returncode == 0
+    assert b"importing [" in drawn and b"7/7" in drawn
+    assert b"would import: 7 files" in proc.stdout
