@@ -206,3 +206,17 @@ def test_the_cli_draws_a_progress_bar_on_a_terminal(cli, folder):
     assert proc.returncode == 0
     assert b"importing [" in drawn and b"7/7" in drawn
     assert b"would import: 7 files" in proc.stdout
+
+
+def test_imported_sessions_go_through_the_extractor_and_the_checkpoint_as_if_they_had_just_ended(cli, folder):
+    # COMPOZY_Q_SYNC=1 runs the task cluster's jobs inline in the importing process, as a running cluster would.
+    result = cli("import", "claude-code", "--claude-dir", str(folder.root), "--sessions", "-o", "json",
+                 COMPOZY_Q_SYNC="1")
+    assert result.code == 0, result.stderr
+    checkpoint = folder.alpha / ".compozy" / "memory" / "project_checkpoint_summary.md"
+    assert checkpoint.is_file()
+    assert "health" in checkpoint.read_text().lower()  # the later session's work reached it
+    status = cli("memory", "extractor", "status", "-o", "json", cwd=folder.alpha)
+    assert status.json["counts"]["completed"] >= 2
+    # "From now on, always run the linter before committing." is an instruction the extractor proposes.
+    assert result.json["summary"]["candidates"] >= 1
