@@ -45,6 +45,16 @@ class FileLimits(_Section):
     max_bytes: int = Field(25_600, ge=64, le=10_000_000)
 
 
+class SnapshotConfig(_Section):
+    """The frozen section a session starts with (memory/sessions/snapshot.py). `budget_tokens` bounds all of it
+    (indexes, recall block, checkpoint), tokens estimated as ceil(characters / 4)."""
+
+    budget_tokens: int = Field(2000, ge=250, le=200_000)
+    # The share of the budget the indexes keep when the boot request carries a question: the recall block gets
+    # the rest of the room it needs.
+    index_share_with_query: float = Field(0.0625, ge=0, le=1)
+
+
 class ControllerConfig(_Section):
     mode: Literal["rules", "hybrid"] = "hybrid"
     max_latency: int = 300
@@ -186,6 +196,7 @@ class MemoryConfig(_Section):
     file: FileLimits = FileLimits()
     controller: ControllerConfig = ControllerConfig()
     recall: RecallConfig = RecallConfig()
+    snapshot: SnapshotConfig = SnapshotConfig()
     dream: DreamConfig = DreamConfig()
     decisions: DecisionsConfig = DecisionsConfig()
     watch: WatchConfig = WatchConfig()

@@ -9,8 +9,9 @@ from typing import Any
 from django.db import IntegrityError, connection, models, transaction
 from pydantic import Field
 
-from compozy.config import compozy_home
+from compozy.config import compozy_home, get_config
 from memory.catalog.indexer import current_generation
+from memory.catalog.turns_fts import search_turns
 from memory.controller.best_effort import best_effort_write
 from memory.domain.enums import AgentTier, Scope
 from memory.domain.errors import NotFound, ValidationError
@@ -30,6 +31,8 @@ from .scopes import file_ref, visible_refs
 
 # Assemblies keep being retried while a concurrent write moves the generation under them.
 MAX_ATTEMPTS = 5
+# Ledger turns read for a question: more than a budget holds, so the packing can skip long ones and still fill it.
+LEDGER_HITS = 60
 _memo: dict[tuple[str, str, int], tuple[int, str, str, list[dict[str, Any]]]] = {}
 
 
@@ -70,6 +73,8 @@ class SnapshotResult(Result):
     parent_session_id: str | None
     cached: bool
     entries: list[SnapshotEntry]
+    # How the section's tokens were spent, by part (index, recall, checkpoint), against memory.snapshot.budget_tokens.
+    budget: dict[str, Any] = Field(default_factory=dict)
 
 
 class SnapshotLog(Result):
@@ -130,7 +135,7 @@ def snapshot_assemble(*, data: SnapshotInput, caller: Caller, session: SessionFi
         if memo is not None and not data.session_id:
             snapshot_id, text, digest, entries = memo
             return SnapshotResult(text=text, generation=generation, sha256=digest, session_id=None,
-                                  parent_session_id=None, cached=True, entries=entries)
+                                  parent_session_id=None, cached=True, entries=entries, budget=_budget(text))
         stored = _cached(request_hash, generation)
         cached = stored is not None
         if stored is None:
@@ -159,26 +164,49 @@ def _cached(request_hash: str, generation: int) -> Snapshot | None:
 
 
 def _build(data: SnapshotInput, resolved: Resolved, caller: Caller) -> assembly.Assembly:
+    """The sections within `memory.snapshot.budget_tokens`: the checkpoint whole (the spec keeps it complete), the
+    recall block the room its question needs less the indexes' share, the indexes what is left, most useful
+    entries first. Same request at the same generation: same inputs, same bytes (and the cache serves them)."""
     now = utc_now()
+    config = resolved.config
     refs = visible_refs(Selector(scope=data.scope, agent_name=data.agent_name, agent_tier=data.agent_tier,
                                  workspace=data.workspace), resolved)
-    sections: list[tuple[str, list[assembly.Injected]]] = []
-    for ref in refs:
-        section = assembly.index_section(ref, resolved.root(ref), resolved.config, now)
-        if section is not None:
-            sections.append(section)
+    workspace_ref = ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)
+    checkpoint = assembly.checkpoint_section(resolved.root(workspace_ref) if resolved.workspace else None)
+    room = assembly.section_room(config.memory.snapshot.budget_tokens)
+    if checkpoint is not None:
+        room -= len(checkpoint) + len(assembly.SEPARATOR)
+    entries = [(ref, assembly.index_entries(ref, resolved.root(ref), config, now)) for ref in refs]
+    recall_part = None
     if data.query and data.query.strip():
         query = parse_query(data.query)
         if not query.trivial:
-            settings = resolved.config.memory.recall
-            outcome = recall(query, refs=refs, config=resolved.config, top_k=settings.top_k, include_system=False,
-                             now=now)
-            if outcome.winners:
-                sections.append(assembly.recall_section(outcome, resolved.config, now,
-                                                        {ref.root_key: ref for ref in refs}))
+            settings = config.memory.recall
+            outcome = recall(query, refs=refs, config=config, top_k=settings.top_k, include_system=False, now=now)
             record_recall(outcome, data.query, caller, resolved, now, top_k=settings.top_k, scope=data.scope)
-    workspace_ref = ScopeRef(scope=Scope.WORKSPACE, workspace_id=resolved.workspace_id)
-    checkpoint = assembly.checkpoint_section(resolved.root(workspace_ref) if resolved.workspace else None)
+            wanted = sum(items.size for _ref, items in entries)
+            index_room = min(wanted, int(room * config.memory.snapshot.index_share_with_query))
+            hits = search_turns(query.unicode_expression() or "", workspace_id=resolved.workspace_id,
+                                limit=LEDGER_HITS, exclude_session=data.session_id or "") \
+                if resolved.workspace else []
+            recall_part = assembly.recall_section(
+                outcome, config, now, {ref.root_key: ref for ref in refs}, room=room - index_room, hits=hits,
+                workspace_ref=workspace_ref if resolved.workspace else None)
+    if recall_part is not None:
+        room -= len(recall_part[0]) + len(assembly.SEPARATOR)
+    sections: list[tuple[str, list[assembly.Injected]]] = []
+    scopes_left = sum(1 for _ref, items in entries if items.entries)
+    for ref, items in entries:
+        if not items.entries:
+            continue
+        # Each scope's index may take an even share of what is left; what one leaves goes to the next.
+        section = assembly.index_section(ref, items, max(0, room // scopes_left - len(assembly.SEPARATOR)))
+        scopes_left -= 1
+        if section is not None:
+            sections.append(section)
+            room -= len(section[0]) + len(assembly.SEPARATOR)
+    if recall_part is not None:
+        sections.append(recall_part)
     if checkpoint is not None:
         sections.append((checkpoint, [assembly.Injected(workspace_ref, assembly.CHECKPOINT_FILENAME, "checkpoint")]))
     return assembly.assemble(sections)
@@ -234,7 +262,11 @@ def _inherit(data: SnapshotInput, resolved: Resolved, fields: SessionFields) -> 
 def _result(stored: Snapshot, session_id: str | None, parent: str | None, *, cached: bool) -> SnapshotResult:
     return SnapshotResult(text=stored.text, generation=stored.generation, sha256=stored.sha256,
                           session_id=session_id, parent_session_id=parent, cached=cached,
-                          entries=list(stored.entries))
+                          entries=list(stored.entries), budget=_budget(stored.text))
+
+
+def _budget(text: str) -> dict[str, Any]:
+    return assembly.budget_report(text, get_config().memory.snapshot.budget_tokens)
 
 
 def _session(session_id: str, resolved: Resolved) -> Session | None:

@@ -191,7 +191,7 @@ def test_the_index_is_capped_at_max_lines_and_marked_when_truncated(ws, monkeypa
     assert section, text
     entries = [line for line in section.group(1).splitlines() if line.startswith("- [")]
     assert len(entries) == 3
-    assert "[index truncated: 2 more entries not shown; search memory to find them]" in section.group(1)
+    assert "[index cut: 2 more entries not shown; find them with `compozy memory search <words>`]" in section.group(1)
 
 
 def test_the_index_is_capped_at_max_bytes_and_marked_when_truncated(ws, monkeypatch):
@@ -206,7 +206,7 @@ def test_the_index_is_capped_at_max_bytes_and_marked_when_truncated(ws, monkeypa
     entries = [line for line in section.splitlines() if line.startswith("- [")]
     assert 0 < len(entries) < 5
     assert len("# Memory Index\n" + "".join(line + "\n" for line in entries)) <= 200
-    assert f"[index truncated: {5 - len(entries)} more entries" in section
+    assert f"[index cut: {5 - len(entries)} more entries" in section
 
 
 def test_without_memory_md_the_index_is_built_from_frontmatter(ws):
