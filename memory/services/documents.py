@@ -37,6 +37,10 @@ def document_get(root: Path, filename: str, ref: ScopeRef) -> StoredDocument:
     """As document_find; a missing file is NotFound in the ref's scope."""
     found = document_find(root, filename)
     if found is None:
-        raise NotFound(f"No memory {filename} in {ref.label} scope.",
-                       details={"filename": filename, "scope": ref.label})
+        raise document_missing(filename, ref)
     return found
+
+
+def document_missing(filename: str, ref: ScopeRef) -> NotFound:
+    """The one error for a memory that is not there, whichever verb asked."""
+    return NotFound(f"No memory {filename} in {ref.label} scope.", details={"filename": filename, "scope": ref.label})

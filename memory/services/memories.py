@@ -14,8 +14,9 @@ from memory.domain.models import Candidate, Frontmatter, sha256_text, utc_now
 from memory.domain.names import memory_filename, parse_filename, validate_filename
 from memory.models import CatalogEntry
 from memory.recall.package import staleness_banner
+from memory.store import files
 
-from .documents import document_get
+from .documents import document_get, document_missing
 from .inputs import Caller, ReadSelector, Selector, all_workspaces_field
 from .paging import cursor_field, limit_field, page_of
 from .resolution import narrowed_to_global, resolve, resolve_span
@@ -195,8 +196,14 @@ def memory_delete(*, data: DeleteInput, caller: Caller) -> WriteResult:
     filename = validate_filename(data.filename)
     resolved = resolve(data, caller)
     ref = file_ref(data, filename, resolved)
+    root = resolved.root(ref)
+    if (not CatalogEntry.objects.filter(root_key=ref.root_key, filename=filename).exists()
+            and files.read_bytes(root, filename) is None):
+        # Deleting nothing is an error, as showing nothing is: a typo must not pass for a delete. A file on disk
+        # that the catalog has not seen (a hand edit, a broken file) goes on to the controller, which decides.
+        raise document_missing(filename, ref)
     candidate = Candidate(
         ref=ref, origin=caller.origin, kind=RequestKind.DELETE, target_filename=filename, named_target=True,
         session_id=caller.session_id,
     )
-    return candidate_submit(candidate, root=resolved.root(ref), config=resolved.config, dry_run=data.dry_run)
+    return candidate_submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)

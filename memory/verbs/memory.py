@@ -108,7 +108,7 @@ VERBS = [
     Verb(
         command=("memory", "delete"), input=memories.DeleteInput, service=memories.memory_delete,
         positionals=("filename",), human=render.human_write, summary="Delete a memory through the controller.",
-        routes=(Route("DELETE", "/api/memory/{filename}"),), errors=WRITE_ERRORS,
+        routes=(Route("DELETE", "/api/memory/{filename}"),), errors=(NotFound, *WRITE_ERRORS),
     ),
     Verb(
         command=("memory", "list"), input=memories.ListInput, service=memories.memory_list, human=render.human_list,

@@ -290,3 +290,16 @@ def test_an_empty_dream_list_says_where_to_see_what_dreaming_waits_for(cli):
     listed = cli("memory", "dream", "list")
     assert listed.code == 0, listed.stderr
     assert "No dreaming runs yet" in listed.stdout and "compozy memory dream status" in listed.stdout
+
+
+def test_deleting_a_memory_that_does_not_exist_is_not_found_as_showing_it_is(cli):
+    written = cli("memory", "write", "--type", "project", "--name", "Staging DB", "--description", "The port",
+                  "--content", "Staging listens on 5433.")
+    assert written.code == 0, written.stderr
+    deleted = cli("memory", "delete", "project_staging_bd.md", "-o", "json")
+    shown = cli("memory", "show", "project_staging_bd.md", "-o", "json")
+    assert deleted.code == shown.code == 3
+    assert deleted.json["code"] == shown.json["code"] == "memory.not_found"
+    # The one that exists is still deleted, dry run or not.
+    assert cli("memory", "delete", "project_staging_db.md", "--dry-run").code == 0
+    assert cli("memory", "delete", "project_staging_db.md").code == 0
