@@ -86,10 +86,10 @@ def scores(cited: list[tuple[str, str]], facts: list[dict], source_turns: set[tu
 
 def quality(env: common.Env, sessions: list[dict], facts: list[dict], dev: set[int], examples: bool) -> dict:
     from compozy.config import load_config
-    from memory.controller.drain import drain_inbox
     from memory.domain.extraction import StagedCandidate
+    from memory.extractor.drain import drain_inbox
+    from memory.extractor.extraction import SessionSource, extract_turns
     from memory.providers import extract_rules
-    from memory.sessions.extraction import SessionSource, extract_turns
     from memory.store.roots import global_root
 
     config = load_config()
@@ -191,9 +191,9 @@ def speed(env: common.Env, sessions: list[dict], count: int) -> dict:
     import write_bench
 
     from compozy.config import load_config
-    from memory.controller.drain import drain_inbox
+    from memory.extractor.drain import drain_inbox
+    from memory.extractor.extraction import SessionSource, extract_turns
     from memory.providers import extract_rules
-    from memory.sessions.extraction import SessionSource, extract_turns
 
     config = load_config()
     workspace_id = workspace_of(env)

@@ -29,7 +29,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     )),
     # bootstrap (migrate a fresh home, replay unapplied decisions) is the service every process calls first.
     ("services", ("memory.services", "memory.bootstrap")),
-    ("engines", ("memory.recall", "memory.sessions", "memory.controller", "memory.dreaming", "memory.importers")),
+    ("engines", ("memory.recall", "memory.sessions", "memory.controller", "memory.dreaming", "memory.extractor",
+                 "memory.importers")),
     # What the engines stand on: the derived catalog, the files on disk, the tables (models and their
     # migrations), the LLM providers behind a protocol, and configuration.
     # compozy.home: the home's directories and private file modes, beside the configuration that names the home.

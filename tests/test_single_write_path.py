@@ -35,7 +35,7 @@ HELPER_CALLERS = {"memory/controller/core.py", "memory/controller/apply.py", "me
                   "memory/controller/replay.py",
                   # the extractor's inbox (_inbox/) and dead letters (_system/extractor/failures/): staged files are
                   # written whole by atomic_write, claimed by rename, removed once drained
-                  "memory/controller/inbox.py",
+                  "memory/extractor/inbox.py",
                   # dreaming's run reports and failure records under _system/dreaming/, and the records of failed
                   # checkpoint generations under _system/checkpoint/ (no decision records them)
                   "memory/controller/artifacts.py"}

@@ -22,16 +22,16 @@ from pydantic import Field, model_validator
 from ulid import ULID
 
 from compozy.config import Config, get_config
-from memory.controller import inbox
-from memory.controller.drain import DrainReport, drain_inbox
 from memory.controller.events import event_record
 from memory.domain.enums import EventOp
 from memory.domain.errors import CompozyError, NotFound, ValidationError
 from memory.domain.extraction import FailureRecord, Turn
 from memory.domain.models import utc_now
+from memory.extractor import inbox
+from memory.extractor.drain import DrainReport, drain_inbox
+from memory.extractor.extraction import USER_ROLE, RunOutcome, SessionSource, extract_turns, projection
 from memory.models import Decision, Event, ExtractorSession, Session, SessionEvent
 from memory.sessions import ledger, signals
-from memory.sessions.extraction import USER_ROLE, RunOutcome, SessionSource, extract_turns, projection
 from memory.store.roots import global_root
 
 from .inputs import Caller, Input

@@ -35,12 +35,12 @@ def main() -> None:
     bootstrap()
 
     from compozy.config import load_config
-    from memory.controller.drain import drain_inbox
     from memory.domain.enums import Origin
     from memory.domain.extraction import Turn
+    from memory.extractor.drain import drain_inbox
+    from memory.extractor.extraction import SessionSource, extract_turns
     from memory.services.inputs import Caller
     from memory.services.resolution import resolve_workspace
-    from memory.sessions.extraction import SessionSource, extract_turns
 
     config = load_config()
     if args.command == "stage":

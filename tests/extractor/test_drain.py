@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from compozy.config import load_config
-from memory.controller import inbox
 from memory.controller.core import submit
-from memory.controller.drain import drain_inbox
 from memory.domain.enums import Origin, Scope
 from memory.domain.extraction import ExtractedMemory, RunSource, StagedCandidate, Turn
 from memory.domain.models import Candidate, Frontmatter, Provenance, ScopeRef
+from memory.extractor import inbox
+from memory.extractor.drain import drain_inbox
+from memory.extractor.extraction import SessionSource, extract_turns
 from memory.models import Decision
 from memory.services.inputs import Caller
 from memory.services.resolution import resolve_workspace
-from memory.sessions.extraction import SessionSource, extract_turns
 from tests import helpers as h
 
 pytestmark = pytest.mark.django_db

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from compozy.config import load_config
-from memory.controller import inbox
 from memory.domain.extraction import POLICY_TEXT, FailureRecord, StagedCandidate, Turn
+from memory.extractor import inbox
+from memory.extractor.extraction import SessionSource, extract_turns
 from memory.providers.base import get_provider
-from memory.sessions.extraction import SessionSource, extract_turns
 from tests.fake_completions import FakeCompletions
 
 SOURCE = SessionSource("sess-http", "sess-root", "01HXJ9YR4Q0000000000000000")

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.controller import inbox
 from memory.domain.enums import Origin
 from memory.domain.errors import CompozyError, NotFound, ValidationError
 from memory.domain.extraction import ExtractedMemory, FailureSource, RunSource, StagedCandidate
+from memory.extractor import inbox
 from memory.models import Decision
 from memory.services import extractor as svc
 from memory.services.inputs import Caller

@@ -8,9 +8,9 @@ import re
 import pytest
 
 from compozy.config import load_config
-from memory.controller import inbox
-from memory.controller.drain import drain_inbox
 from memory.domain.extraction import ExtractedMemory, RunSource, StagedCandidate
+from memory.extractor import inbox
+from memory.extractor.drain import drain_inbox
 from memory.models import Decision, ExtractorSession
 from memory.services import extractor as svc
 from tests.inspector.test_pages import csrf_token_of, page_text, signed_in_client

@@ -298,8 +298,8 @@ def seed_dead_letters(home: Path) -> list[str]:
     and a provider failure whose turns are not in the ledger (it cannot be replayed)."""
     from datetime import UTC, datetime
 
-    from memory.controller import inbox
     from memory.domain.extraction import ExtractedMemory, FailureSource, RunSource, StagedCandidate
+    from memory.extractor import inbox
 
     source = {"session": "par-x", "root_session": "par-x", "from_seq": 1, "until_seq": 3}
     line = StagedCandidate(source=RunSource(**source), memory=ExtractedMemory(

@@ -18,14 +18,15 @@ from django.db import OperationalError
 from pydantic import ValidationError as PydanticValidationError
 
 from compozy.config import Config
+from memory.controller import faults
+from memory.controller.core import submit
+from memory.controller.lock import drain_lock
+from memory.controller.roots import resolve_root
 from memory.domain.errors import ControllerTimeout, MemoryError_
 from memory.domain.extraction import FailureSource, StagedCandidate, candidate_from_staged
 from memory.store.roots import global_root
 
-from . import faults, inbox
-from .core import submit
-from .lock import drain_lock
-from .roots import resolve_root
+from . import inbox
 
 _log = logging.getLogger("compozy.memory")
 # Files staged while a drain runs are picked up by its next pass; a bound keeps a flood from holding it forever.

@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from memory.controller import faults
 from memory.domain.errors import NotFound, ValidationError
 from memory.domain.extraction import FailureRecord, FailureSource, FailureStage, valid_session_id
 from memory.domain.models import format_timestamp, utc_now
 from memory.domain.names import SYSTEM_DIR
 from memory.store import files
-
-from . import faults
 
 INBOX_DIR = "_inbox"
 FAILURES_DIR = f"{SYSTEM_DIR}/extractor/failures"

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from compozy.config import Config
-from memory.controller import inbox
 from memory.domain.extraction import (
     FailureSource,
     RunSource,
@@ -23,6 +22,7 @@ from memory.domain.extraction import (
     policy_violation,
     strip_injected,
 )
+from memory.extractor import inbox
 from memory.providers.base import Provider, ProviderError, get_provider
 from memory.store.roots import global_root
 
