@@ -17,6 +17,7 @@ PACKAGES = ("compozy", "memory", "inspector")
 ALLOWED_WRITERS = {
     "memory/store/files.py": "the atomic-write helper: temp file, fsync, rename, directory fsync",
     "memory/store/workspace.py": "creates .compozy/workspace.toml (outside every memory root) exactly once",
+    "memory/store/sharing.py": "appends missing lines to .compozy/.gitignore (outside every memory root)",
     "memory/controller/lock.py": "the write lock file under $COMPOZY_HOME/run",
     "memory/bootstrap.py": "the migration lock file under $COMPOZY_HOME/run",
     "compozy/settings.py": "the per-home secret key file",

@@ -14,6 +14,7 @@ from memory.domain.errors import ScopeInvalid, ValidationError, WorkspaceRequire
 from memory.domain.models import ScopeRef, utc_now
 from memory.models import Workspace
 from memory.store import roots as store_roots
+from memory.store.sharing import ensure_gitignore
 from memory.store.workspace import (
     WorkspaceIdentity,
     create_identity,
@@ -192,6 +193,10 @@ def resolve_workspace(spec: str | None, caller: Caller, *, create: bool,
             identity = create_identity(new_workspace_dir(caller.cwd, operator_named=operator_named))
     if identity is not None:
         register_workspace(identity)
+        if create:
+            # A write keeps the workspace shareable through git: on creation, and for older workspaces on their next
+            # write (missing lines appended, the person's own lines kept).
+            ensure_gitignore(identity.directory)
     return identity
 
 
