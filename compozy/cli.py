@@ -9,11 +9,15 @@ argcomplete over the same parsers (`compozy completion bash|zsh` prints the line
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+# Nothing heavier than os and sys at import: a hook forwarded to the running service (compozy/hook_client.py) and
+# `--version` must not pay for argparse, importlib.metadata or Django.
 
 # The top-level packages of this product. A command of an app under one of them is a product command.
 PRODUCT_PACKAGES = ("compozy", "memory", "inspector")
@@ -22,6 +26,8 @@ SHELLS = ("bash", "zsh")
 
 
 def version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:  # run from a checkout that was never installed
@@ -48,6 +54,8 @@ def listed(commands: dict[str, Any]) -> dict[str, Any]:
 
 def build_parser(commands: dict[str, Any], *, full: bool) -> argparse.ArgumentParser:
     """The top-level parser. `full` adds every command's own arguments (for completion); help needs only names."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="compozy", description="Durable, auditable memory for AI coding agents.",
         epilog="Run `compozy <command> --help` for a command's verbs and flags. Django's own management commands "
@@ -75,11 +83,16 @@ def completion_script(shell: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["-V"], ["--version"]):
+        # Answered before Django and the commands load: the version is the distribution's metadata alone.
+        sys.stdout.write(f"compozy {version()}\n")
+        return
     if args[:1] == ["hook"]:
         # An agent hook must never break the agent that runs it, even when Django itself cannot start (an
         # unusable COMPOZY_HOME, say): exit 0, print nothing, log the failure with a stable code.
         try:
-            _main(args)
+            if not (len(args) == 3 and _forwarded(args[1], args[2])):
+                _main(args)
         except BaseException as exc:  # noqa: BLE001
             from memory.services.hooklog import log_failure
 
@@ -87,6 +100,20 @@ def main(argv: list[str] | None = None) -> None:
             log_failure(code="hook.startup", message=f"{type(exc).__name__}: {exc}", client=named[0], event=named[1])
         sys.exit(0)
     _main(args)
+
+
+def _forwarded(client: str, event: str) -> bool:
+    """The thin client first: when `compozy serve` runs, the hook costs a socket round trip instead of starting
+    Django. When nothing answers, the stdin read here is handed to the in-process command unchanged."""
+    import io
+
+    from compozy.hook_client import forward
+
+    raw = sys.stdin.buffer.read()
+    if forward(client, event, raw):
+        return True
+    sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
+    return False
 
 
 def _main(args: list[str]) -> None:

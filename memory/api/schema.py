@@ -83,7 +83,9 @@ def documented(verb: Verb, route: Route):  # noqa: ANN201
     if route.has_body:
         name = f"{verb.input.__name__}Body" + "".join(part.title().replace("_", "") for part in other)
         request = {"application/json": model_schema(verb.input, name, drop=route.path_fields)}
-    words = verb.command[1:] if verb.command else (verb.tool.name.removeprefix("compozy__memory_"),)
+    # A verb with neither a CLI form nor a tool (the hook route) is named by its service.
+    words = (verb.command[1:] if verb.command else (verb.tool.name.removeprefix("compozy__memory_"),) if verb.tool
+             else (verb.service.__name__,))
     return extend_schema(request=request, responses=responses, parameters=_parameters(verb, route),
                          summary=verb.summary, operation_id="_".join(("memory", *words, *other)))
 

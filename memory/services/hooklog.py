@@ -6,8 +6,9 @@ what failed.
 
 Codes: `hook.startup` (the command could not start), `hook.payload_invalid` (stdin was not a usable hook
 payload), `hook.event_unknown` (not an event the adapter handles), `hook.transcript_unreadable` (the transcript
-could not be read; the rest of the hook still ran), `hook.internal` (anything else: a bug), or the `memory.*` code
-of a service error.
+could not be read; the rest of the hook still ran), `hook.service_unanswered` (the running service accepted the
+forwarded hook but gave no answer in time; it is not run again in-process), `hook.internal` (anything else: a
+bug), or the `memory.*` code of a service error.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,7 +34,7 @@ from memory.domain.errors import CompozyError
 from memory.sessions import claude_code, ledger
 
 from .hooklog import log_failure
-from .inputs import Caller
+from .inputs import Caller, Input
 from .results import Result
 from .sessions import (
     MAX_BATCH,
@@ -198,3 +199,42 @@ def hook_failure_record(*, code: str, message: str, client: str = "", event: str
     with contextlib.suppress(Exception):
         event_record(op=EventOp.SESSION_HOOK_FAILED, session_id=session_id, actor=client or "hook",
                      metadata={"code": code, "event": event, "client": client})
+
+
+class HookRunInput(Input):
+    """One hook call as the agent runtime made it: what `compozy hook <client> <event>` read on stdin, unparsed, so
+    the service over the socket and the command in-process refuse the same payloads with the same codes."""
+
+    client: str = Field(max_length=64, description="The agent runtime: claude-code.")
+    event: str = Field(max_length=64, description="The hook event, as the client names it (SessionStart, Stop, …).")
+    stdin: str = Field(description="The hook's JSON payload, as the hook read it on stdin.")
+    cwd: str | None = Field(default=None, max_length=4096, description=(
+        "The hook process's working directory: the workspace when the payload names no cwd."))
+
+
+class HookRunResult(Result):
+    """`output` is exactly what the hook prints on stdout (nothing when None); `failure` the stable code logged to
+    hooks.log when the hook could not run (the hook still exits 0)."""
+
+    output: dict[str, Any] | None
+    failure: str | None
+
+
+def hook_run(*, data: HookRunInput, caller: Caller) -> HookRunResult:
+    """Run one agent hook: validate the payload, drive the ledger, and log a failure instead of raising one. The
+    thin client (`compozy/cli.py`) posts here over the Unix socket; the in-process fallback calls it directly."""
+    client, event, session_id = data.client, data.event, ""
+    try:
+        payload = hook_payload(client=client, event=event, raw=data.stdin.encode("utf-8", "surrogateescape"))
+        session_id = payload.session_id
+        cwd = Path(payload.cwd) if payload.cwd else Path(data.cwd or os.getcwd())
+        result = hook_claude_code(event=event, payload=payload,  # type: ignore[arg-type]
+                                  caller=Caller(origin=caller.origin, cwd=cwd, session_id=payload.session_id))
+    except CompozyError as error:
+        code = "hook.event_unknown" if error.details.get("reason") == "usage" else error.code
+        hook_failure_record(code=code, message=error.message, client=client, event=event, session_id=session_id)
+        return HookRunResult(output=None, failure=code)
+    if result.transcript_error:
+        hook_failure_record(code="hook.transcript_unreadable", message=result.transcript_error, client=client,
+                            event=event, session_id=session_id)
+    return HookRunResult(output=result.output, failure=None)

@@ -116,7 +116,7 @@ class Verb:
 
 # The modules declaring verbs, one per noun. A new noun adds its module here.
 NOUNS = ("memory.verbs.memory", "memory.verbs.dream", "memory.verbs.extractor", "memory.verbs.sessions",
-         "memory.verbs.imports")
+         "memory.verbs.imports", "memory.verbs.hooks")
 
 # Help for the CLI's intermediate words (`compozy memory decisions …`).
 GROUPS: dict[tuple[str, ...], str] = {}

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand
@@ -34,7 +33,6 @@ class Command(ProductCommand):
 
     def run_from_argv(self, argv: list[str]) -> None:
         client, event = [*argv[2:4], "", ""][:2]
-        self._session_id = ""
         try:
             # Django's own run_from_argv, not ProductCommand's: that one prints a domain error and exits non-zero,
             # which is exactly what a hook must never do.
@@ -45,24 +43,21 @@ class Command(ProductCommand):
                                           client=client, event=event)
         except CompozyError as error:
             code = "hook.event_unknown" if error.details.get("reason") == "usage" else error.code
-            hooks.hook_failure_record(code=code, message=error.message, client=client, event=event,
-                                      session_id=self._session_id)
+            hooks.hook_failure_record(code=code, message=error.message, client=client, event=event)
         except BaseException as exc:  # noqa: BLE001 - a hook never breaks the agent; the failure is logged
             hooks.hook_failure_record(code="hook.internal", message=f"{type(exc).__name__}: {exc}", client=client,
-                                      event=event, session_id=self._session_id)
+                                      event=event)
 
     def handle(self, *args: Any, **options: Any) -> None:
         from memory.bootstrap import bootstrap
 
-        client, event = options["client"], options["event"]
-        payload = hooks.hook_payload(client=client, event=event, raw=sys.stdin.buffer.read())
-        self._session_id = payload.session_id
+        raw = sys.stdin.buffer.read()
         bootstrap()
-        cwd = Path(payload.cwd) if payload.cwd else Path(os.getcwd())
-        result = hooks.hook_claude_code(event=event, payload=payload,
-                                        caller=Caller(origin=Origin.CLI, cwd=cwd, session_id=payload.session_id))
-        if result.transcript_error:
-            hooks.hook_failure_record(code="hook.transcript_unreadable", message=result.transcript_error,
-                                      client=client, event=event, session_id=payload.session_id)
+        # The same service the running server answers the thin client with (compozy/cli.py): same checks, same
+        # failure codes, same output.
+        result = hooks.hook_run(
+            data=hooks.HookRunInput.parse({"client": options["client"], "event": options["event"],
+                                           "stdin": raw.decode("utf-8", "surrogateescape"), "cwd": os.getcwd()}),
+            caller=Caller(origin=Origin.CLI))
         if result.output is not None:
             sys.stdout.write(json.dumps(result.output, ensure_ascii=False) + "\n")
