@@ -144,6 +144,14 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
     return ReconcileResult(decision=decision)
 
 
+def _previous_rows(ref: ScopeRef, filenames: list[str]) -> list[Row]:
+    rows: list[Row] = []
+    for filename, text in last_known_contents(ref.root_key, filenames).items():
+        if text:
+            rows.append(entry_row(ref, DiskFile(filename, text, sha256_text(text), -1, 0), parse_document(text)))
+    return rows
+
+
 def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, rebuild: bool = False,
                  progress: Progress | None = None, done_before: int = 0, total: int = 0) -> RootReindex:
     """Re-derive every row of a root from its files; write only the rows that differ (all of them with
@@ -209,8 +217,13 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
     with transaction.atomic():
         if rebuild:
             report.removed_rows = delete_rows(ref.root_key, list(stored))
+            # An invalid file (a merge conflict, broken YAML) is never memory, but its previous version stays
+            # recalled until it is resolved: rebuilt from the decision log, with a size no file has so the next
+            # reconcile still sees the file as changed.
+            rows.extend(_previous_rows(ref, [name for name in stale if name in stored]))
         else:
-            report.removed_rows = delete_rows(ref.root_key, vanished + [n for n in stale if n in stored])
+            # Rows of invalid files are kept as they are: the previous version stays in the catalog.
+            report.removed_rows = delete_rows(ref.root_key, vanished)
         fresh = set() if not rebuild else set(stored)
         insert_new_rows([row for row in rows if row.filename not in stored or row.filename in fresh])
         upsert_rows([row for row in rows if row.filename in stored and row.filename not in fresh])

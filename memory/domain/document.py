@@ -94,7 +94,42 @@ def body_fingerprint(body: str) -> str:
     return " ".join(body.lower().split())
 
 
+# Git's merge-conflict markers: `<<<<<<< ours`, optionally `||||||| base` (diff3), `=======`, `>>>>>>> theirs`, each
+# at the start of a line. All three of start, separator and end must appear in that order: a lone `=======` is a
+# Markdown heading underline, not a conflict.
+_CONFLICT_START = re.compile(r"^<{7}(?: |$)")
+_CONFLICT_SEPARATOR = re.compile(r"^={7}$")
+_CONFLICT_END = re.compile(r"^>{7}(?: |$)")
+
+
+def conflict_marker_line(text: str) -> int | None:
+    """The 1-based line of the first merge-conflict start marker that has its separator and end after it."""
+    start = separator = None
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
+        if _CONFLICT_START.match(line):
+            if start is None:
+                start = number
+        elif start is not None and _CONFLICT_SEPARATOR.match(line):
+            separator = number
+        elif separator is not None and _CONFLICT_END.match(line):
+            return start
+    return None
+
+
+def conflict_refused(line: int, *, field: str | None = None) -> ValidationError:
+    details: dict[str, Any] = {"reason": "conflict_markers", "line": line}
+    if field:
+        details["field"] = field
+    return ValidationError(
+        f"The text holds git merge-conflict markers (line {line}): a conflict is never memory. Resolve it with "
+        "`compozy memory resolve`, or edit the file and remove the markers.", details=details)
+
+
 def check_body(body: str, limits: Limits, *, allow_empty: bool = False) -> None:
+    marker = conflict_marker_line(body)
+    if marker is not None:
+        raise conflict_refused(marker, field="content")
     if not body.strip():
         if allow_empty:
             return
@@ -141,6 +176,10 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
 
 
 def parse_document(text: str) -> Document:
+    # Before the YAML: a conflict inside the frontmatter may still parse, and one in the body always would.
+    marker = conflict_marker_line(text)
+    if marker is not None:
+        raise conflict_refused(marker)
     metadata, body = split_frontmatter(text)
     if metadata is None or not metadata:
         raise ValidationError("The file has no YAML frontmatter.", details={"reason": "missing_frontmatter"})
