@@ -16,6 +16,7 @@ from memory.domain.catalog_view import CatalogView, Target
 from memory.domain.document import body_fingerprint
 from memory.domain.enums import AUTONOMOUS_ORIGINS, ControllerMode, DecisionSource, Op, Origin, RequestKind
 from memory.domain.errors import ValidationError
+from memory.domain.facts import Fact, conflicts, fact_of, other_subject
 from memory.domain.models import Candidate, sha256_text
 from memory.domain.names import entity_key, slugify
 from memory.domain.scanner import scan
@@ -164,12 +165,47 @@ def decide(candidate: Candidate, view: CatalogView, settings: RuleSettings) -> V
             overlapping.append(Target(target.filename, target.name, target.description, target.body,
                                       target.body_key, shared))
     overlapping.sort(key=lambda t: (-t.shared_words, t.filename))
+
+    # 7b. Fact slot: a memory stating the same subject and slot with another value is superseded by this newer
+    # statement (update); one stating the same slot about another subject is a different memory, never a target.
+    fact = fact_of(candidate.body) or fact_of(front.description)
+    if fact is not None:
+        superseded, other = _fact_targets(fact, [t for t in pool if t.filename != filename])
+        if len(superseded) == 1:
+            old, theirs = superseded[0]
+            _trace(trace, "fact_slot", True, f"same subject and slot ({fact.subject}, {fact.slot}): "
+                   f"{theirs.value} -> {fact.value}; the newer statement supersedes", old.filename)
+            return Verdict(Op.UPDATE, old.filename, [old.filename], trace,
+                           f"supersedes {old.filename}: {fact.subject} {fact.slot} {theirs.value} -> {fact.value}")
+        if len(superseded) > 1:
+            _trace(trace, "fact_slot", False, f"{len(superseded)} memories state ({fact.subject}, {fact.slot}) "
+                   "with another value: ambiguous", None)
+            return _ambiguous(candidate, [t for t, _ in superseded][:TIEBREAK_TARGETS], trace, settings)
+        if other:
+            overlapping = [t for t in overlapping if t.filename not in other]
+            _trace(trace, "fact_slot", False, f"the same {fact.slot} of another subject is a different memory: "
+                   + ", ".join(sorted(other)), None)
     if len(overlapping) > 1:
         _trace(trace, "lexical_overlap", False, f"{len(overlapping)} memories overlap: ambiguous", None)
         return _ambiguous(candidate, overlapping[:TIEBREAK_TARGETS], trace, settings)
     reason = "one memory overlaps; distinct enough to add" if overlapping else "no memory overlaps"
     _trace(trace, "lexical_overlap", True, reason, overlapping[0].filename if overlapping else None)
     return Verdict(Op.ADD, filename, [], trace, "new memory")
+
+
+def _fact_targets(fact: Fact, pool: list[Target]) -> tuple[list[tuple[Target, Fact]], set[str]]:
+    """(targets whose fact this one supersedes, with their fact; filenames of the same slot's other subjects)."""
+    superseded: list[tuple[Target, Fact]] = []
+    other: set[str] = set()
+    for target in sorted(pool, key=lambda t: t.filename):
+        theirs = fact_of(target.body) or fact_of(target.description)
+        if theirs is None:
+            continue
+        if conflicts(fact, theirs):
+            superseded.append((target, theirs))
+        elif other_subject(fact, theirs):
+            other.add(target.filename)
+    return superseded, other
 
 
 def _prefetch(view: CatalogView, candidate: Candidate, filename: str, body_key: str, memory_type: str) -> None:

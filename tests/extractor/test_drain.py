@@ -248,3 +248,19 @@ def test_a_directory_is_remembered_only_once_its_last_change_is_older_than_the_c
     whole = now - 10**9  # a file system that keeps seconds: one second is within its tick
     assert not inbox._settled(SimpleNamespace(st_mtime_ns=whole, st_ctime_ns=whole), now)
     assert inbox._settled(SimpleNamespace(st_mtime_ns=now - 3 * 10**9, st_ctime_ns=now - 3 * 10**9), now)
+
+
+def test_a_fact_about_another_subject_is_a_new_memory_not_an_update_of_the_same_fact_about_this_one(ws, home):
+    # Issue 24 item 14: "the test database listens on port 6543" overwrote "the staging database listens on port
+    # 6543" (tiebreaker, word jaccard 0.67). The subject differs: these are two memories.
+    extract(ws, "sess-a", "Remember that the staging database listens on port 6543.",
+            "Remember that the staging database backups run nightly on port 6543.")
+    drain_inbox(load_config())
+    extract(ws, "sess-b", "Remember that the test database listens on port 6543.")
+    report = drain_inbox(load_config())
+    [candidate] = report.candidates
+    assert candidate.op == "add", Decision.objects.get(id=candidate.decision_id).rule_trace
+    memories = ws.directory / ".compozy" / "memory"
+    texts = [p.read_text() for p in memories.glob("reference_*.md")]
+    assert any("staging database listens on port 6543" in text for text in texts)
+    assert any("test database listens on port 6543" in text for text in texts)

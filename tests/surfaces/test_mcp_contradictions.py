@@ -1,0 +1,54 @@
+"""Contradictions as an agent meets them over MCP (the official `mcp` client against `compozy mcp`): a newer fact
+about the same subject and slot supersedes the older memory, and the same fact about another subject is a memory
+of its own (issue 27 item 5, issue 24 item 14)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.surfaces.test_mcp_agent import session
+
+
+def propose(name: str, description: str, content: str) -> tuple[str, dict]:
+    return ("compozy__memory_propose", {"operation": "add", "type": "project", "name": name,
+                                        "description": description, "content": content})
+
+
+@pytest.fixture
+def memories(cli):
+    return cli.cwd / ".compozy" / "memory"
+
+
+def test_a_newer_fact_about_the_same_subject_and_slot_supersedes_the_older_memory(cli, memories):
+    _tools, answers = session(cli, calls=[
+        propose("Production host", "Where production is deployed", "Production deploys to Fly.io."),
+        propose("Production move", "Production moved to Render", "Production moved from Fly.io to Render."),
+        ("compozy__memory_search", {"query": "where do we deploy production?"}),
+    ])
+    (err1, first), (err2, second), (err3, found) = answers
+    assert not (err1 or err2 or err3), (first, second, found)
+    first, second = first["decision"], second["decision"]
+    assert (second["op"], second["target_filename"]) == ("update", first["target_filename"]), second
+    assert [e["name"] for e in second["rule_trace"]][-1] == "fact_slot"
+    files = sorted(p.name for p in memories.glob("project_*.md"))
+    assert files == [first["target_filename"]]
+    text = (memories / files[0]).read_text()
+    assert "Render" in text and "deploys to Fly.io" not in text
+    assert "Production moved to Render" in (memories / "MEMORY.md").read_text()  # the index says the new fact
+    top = found["results"][0]
+    assert top["memory"]["description"] == "Production moved to Render" and "Render" in top["snippet"]
+    assert all("deploys to Fly.io" not in str(result) for result in found["results"])
+
+
+def test_the_same_fact_about_another_subject_is_added_beside_it(cli, memories):
+    _tools, answers = session(cli, calls=[
+        propose("Staging database", "Staging database port", "The staging database listens on port 6543."),
+        propose("Staging backups", "Staging database backups",
+                "The staging database backups run nightly and listen on port 6543."),
+        propose("Test database", "Test database port", "The test database listens on port 6543."),
+    ])
+    assert [error for error, _ in answers] == [False, False, False], answers
+    assert answers[2][1]["decision"]["op"] == "add", answers[2][1]
+    texts = [p.read_text() for p in memories.glob("project_*.md")]
+    assert sum("staging database listens on port 6543" in t for t in texts) == 1
+    assert sum("test database listens on port 6543" in t for t in texts) == 1
