@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -108,6 +109,45 @@ TRIGRAM_WEIGHTS = (3.0, 2.0, 1.0)
 RECALL_COLUMNS = ("entry_id", "bm25", "snippet", "root_key", "scope", "workspace_id", "agent_name", "agent_tier",
                   "filename", "type", "slug", "name", "description", "passage", "updated_at", "created_at", "size",
                   "content_hash", "is_system", "origin_session", "chunk_id", "recall_signal")
+
+
+@dataclass(eq=False)
+class RecallRow:
+    """One row of RECALL_COLUMNS, typed (`RecallRow(*values)`). A stub (a ranking fetched with `stubs=True`, or a
+    memory the other list already read) holds only entry_id, bm25 and chunk_id; a ranking row (RANKING_COLUMNS,
+    `ranking_row`) only what ranks a memory. Either has no passage until read whole. `body` is the whole body,
+    set only for the memories recall returns."""
+
+    entry_id: int
+    bm25: float | None = None
+    snippet: str | None = None
+    root_key: str | None = None
+    scope: str | None = None
+    workspace_id: str | None = None
+    agent_name: str | None = None
+    agent_tier: str | None = None
+    filename: str | None = None
+    type: str | None = None
+    slug: str | None = None
+    name: str | None = None
+    description: str | None = None
+    passage: str | None = None
+    updated_at: datetime | None = None
+    created_at: datetime | None = None
+    size: int | None = None
+    content_hash: str | None = None
+    is_system: bool | None = None
+    origin_session: str | None = None
+    chunk_id: int | None = None
+    recall_signal: float | None = None
+    body: str | None = None
+
+
+def ranking_row(values: tuple) -> RecallRow:
+    """A RecallRow from a row of RANKING_COLUMNS."""
+    chunk_id, entry_id, root_key, filename, updated_at, recall_signal = values
+    return RecallRow(entry_id, root_key=root_key, filename=filename, updated_at=updated_at, chunk_id=chunk_id,
+                     recall_signal=recall_signal)
 
 
 def term_statistics(cursor, forms: list[tuple[str, str]], cap: int) -> list[tuple[int, bool]]:  # noqa: ANN001

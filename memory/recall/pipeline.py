@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 from django.db import connection
 
-from compozy.config import Config, RecallContext
+from compozy.config import Config, RecallConfig, RecallContext
 from memory.catalog import fts, owners, sql, vectors
-from memory.catalog.fts import quote_term
+from memory.catalog.fts import RecallRow, quote_term
 from memory.domain.models import SCOPE_DEPTH, ScopeRef, utc_now
 from memory.providers.embeddings import EmbedderError
 
@@ -34,12 +34,12 @@ COVERAGE_BOOST = 0.5
 HEADER_BOOST = 2.0
 
 
-@dataclass
+@dataclass(eq=False)
 class RecallCandidate:
-    """One catalog entry on its way through recall: its row (fts.RECALL_COLUMNS), its ranks in the candidate lists,
-    and its score in parts. Not the controller's write candidate (memory.domain.models.Candidate)."""
+    """One catalog entry on its way through recall: its row, its ranks in the candidate lists, and its score in
+    parts. Not the controller's write candidate (memory.domain.models.Candidate)."""
 
-    row: dict[str, Any]
+    row: RecallRow
     snippet: str = ""
     unicode_rank: int | None = None
     trigram_rank: int | None = None
@@ -50,53 +50,53 @@ class RecallCandidate:
 
     @property
     def root_key(self) -> str:
-        return self.row["root_key"]
+        return self.row.root_key
 
     @property
     def filename(self) -> str:
-        return self.row["filename"]
+        return self.row.filename
 
     @property
     def scope(self) -> str:
-        return self.row["scope"]
+        return self.row.scope
 
     @property
     def agent_name(self) -> str:
-        return self.row["agent_name"]
+        return self.row.agent_name
 
     @property
     def agent_tier(self) -> str:
-        return self.row["agent_tier"]
+        return self.row.agent_tier
 
     @property
     def name(self) -> str:
-        return self.row["name"]
+        return self.row.name
 
     @property
     def description(self) -> str:
-        return self.row["description"]
+        return self.row.description
 
     @property
     def body(self) -> str:
-        return self.row["body"]
+        return self.row.body
 
     @property
     def updated_at(self) -> datetime:
-        return self.row["updated_at"]
+        return self.row.updated_at
 
     @property
     def key(self) -> str:
-        return f"{self.row['type']}::{self.row['slug']}"
+        return f"{self.row.type}::{self.row.slug}"
 
     @property
     def depth(self) -> int:
-        scope = self.row["scope"]
-        return SCOPE_DEPTH[f"agent:{self.row['agent_tier']}" if scope == "agent" else scope]
+        scope = self.row.scope
+        return SCOPE_DEPTH[f"agent:{self.row.agent_tier}" if scope == "agent" else scope]
 
     def identity(self) -> dict[str, Any]:
-        return {"scope": self.row["scope"], "agent_name": self.row["agent_name"] or None,
-                "agent_tier": self.row["agent_tier"] or None, "workspace_id": self.row["workspace_id"] or None,
-                "filename": self.row["filename"]}
+        return {"scope": self.row.scope, "agent_name": self.row.agent_name or None,
+                "agent_tier": self.row.agent_tier or None, "workspace_id": self.row.workspace_id or None,
+                "filename": self.row.filename}
 
 
 @dataclass
@@ -183,7 +183,7 @@ class WordMatch:
 
     content: float
     header: float
-    row: dict[str, Any]
+    row: RecallRow
 
     @property
     def value(self) -> float:
@@ -198,22 +198,22 @@ def _header_factor(in_header: set[int]) -> float:
     return 1 + HEADER_BOOST * len(in_header)
 
 
-def rerank(query: RecallQuery, rows: list[dict[str, Any]], pattern: TermPattern) -> list[WordMatch]:
+def rerank(query: RecallQuery, rows: list[RecallRow], pattern: TermPattern) -> list[WordMatch]:
     """The word index's candidates, best first: bm25 scaled by the share of query terms the passage and header
     cover, and by header matches."""
     matches = []
     for row in rows:
-        in_header = _header_terms(pattern, row["name"], row["description"])
-        covered = in_header | _terms_in(pattern, row["passage"])
-        content = -row["bm25"] * (1 + COVERAGE_BOOST * len(covered) / max(1, len(query.terms)))
+        in_header = _header_terms(pattern, row.name, row.description)
+        covered = in_header | _terms_in(pattern, row.passage)
+        content = -row.bm25 * (1 + COVERAGE_BOOST * len(covered) / max(1, len(query.terms)))
         matches.append(WordMatch(content, _header_factor(in_header), row))
-    matches.sort(key=lambda match: (-match.value, match.row["filename"]))
+    matches.sort(key=lambda match: (-match.value, match.row.filename))
     return matches
 
 
 def with_session_context(cursor, matches: list[WordMatch], pattern: TermPattern, *,  # noqa: ANN001
                          context: RecallContext, include_system: bool, limit: int,
-                         generation: int) -> list[dict[str, Any]]:
+                         generation: int) -> list[RecallRow]:
     """The word index's ranking with session context: each of the `window` memories recorded after a candidate in
     the same session gains `decay`^distance of the candidate's content match, scaled by its own header factor
     (relative to the best value).
@@ -227,16 +227,16 @@ def with_session_context(cursor, matches: list[WordMatch], pattern: TermPattern,
     best = matches[0].value
     if context.window == 0 or context.decay == 0 or best <= 0:
         return [match.row for match in matches[:limit]]
-    rows = {match.row["entry_id"]: match.row for match in matches}
-    combined = {match.row["entry_id"]: match.value / best for match in matches}
-    content = {match.row["entry_id"]: match.content / best for match in matches}
-    headers = {match.row["entry_id"]: match.header for match in matches}
-    anchors = [match.row["entry_id"] for match in matches if match.row["origin_session"]]
+    rows = {match.row.entry_id: match.row for match in matches}
+    combined = {match.row.entry_id: match.value / best for match in matches}
+    content = {match.row.entry_id: match.content / best for match in matches}
+    headers = {match.row.entry_id: match.header for match in matches}
+    anchors = [match.row.entry_id for match in matches if match.row.origin_session]
     followers = _session_successors(cursor, anchors, window=context.window, include_system=include_system,
                                     generation=generation)
     new = _entry_headers(cursor, sorted({entry for _anchor, _distance, entry in followers} - rows.keys()),
                          generation)
-    names = {entry: row["filename"] for entry, row in rows.items()}
+    names = {entry: row.filename for entry, row in rows.items()}
     for entry, (filename, name, description) in new.items():
         headers[entry] = _header_factor(_header_terms(pattern, name, description))
         names[entry] = filename
@@ -246,7 +246,7 @@ def with_session_context(cursor, matches: list[WordMatch], pattern: TermPattern,
     order = sorted(combined, key=lambda entry: (-combined[entry], names[entry]))[:limit]
     # Only the followers that made the list are read whole.
     for values in fts.entry_rows(cursor, [entry for entry in order if entry not in rows]):
-        rows[values[0]] = dict(zip(fts.RECALL_COLUMNS, values, strict=True))
+        rows[values[0]] = RecallRow(*values)
     return [rows[entry] for entry in order if entry in rows]
 
 
@@ -255,7 +255,7 @@ def _deepest_holders(candidates: list[RecallCandidate], root_keys: list[str]) ->
     matched by the query or not."""
     if len(root_keys) < 2 or not candidates:
         return {}
-    names = sorted({c.row["filename"] for c in candidates})
+    names = sorted({c.row.filename for c in candidates})
     with sql.cursor() as cursor:
         cursor.execute(
             f"SELECT scope, agent_name, agent_tier, workspace_id, filename, type, slug FROM memory_catalog_entries "
@@ -542,20 +542,244 @@ def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: b
                                          generation=generation), lexical)
 
 
+# The pipeline: a plan of the question, then five stages in the order they run (`recall` below reads them in one
+# screen). Rows are RecallRow all the way; each stage takes what the last one returned.
+
+
+@dataclass(frozen=True)
+class RecallPlan:
+    """What a question is looked up with: its terms weighed against the catalog, the expressions each lexical index
+    is queried with, the owners of the visible roots' chunks, and the settings."""
+
+    query: RecallQuery
+    settings: RecallConfig
+    root_keys: list[str]
+    include_system: bool
+    top_k: int
+    generation: int
+    pattern: TermPattern
+    fragments: list[str]  # rare and unseen terms, longest first: where a snippet starts when no term is found whole
+    visible: owners.Owners
+    expression: str
+    split: fts.RankSplit | None
+    trigram_expression: str | None
+
+    @property
+    def pool(self) -> int:
+        return self.settings.raw_candidates
+
+
+@dataclass
+class Candidates:
+    """The candidate lists' memories, each once, with its rank in each list that found it (by entry id, in the
+    order the lists bring them), and the lists' sizes."""
+
+    by_entry: dict[int, RecallCandidate]
+    unicode_size: int
+    trigram_size: int
+    semantic_size: int
+    holders: list[str]  # the visible roots holding memories: shadowing looks only there
+    ranking_only: bool  # the trigram- and semantic-only candidates hold only what ranks them (fts.RANKING_COLUMNS)
+    rows: fts.RowCache
+    warning: str | None = None
+
+
+def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: int, include_system: bool,
+           now: datetime | None = None) -> Recall:
+    """Candidates from three lists, each candidate's score in parts, one ranking, shadowing, the answer."""
+    plan = plan_recall(query, refs=refs, config=config, top_k=top_k, include_system=include_system)
+    found = candidates(plan)
+    scores(found, plan, now or utc_now())
+    ranked = fusion(found, plan)
+    winners, shadowed = shadowing(ranked, found, plan)
+    return packaging(plan, winners, shadowed, found.warning)
+
+
+def plan_recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: int,
+                include_system: bool) -> RecallPlan:
+    from memory.catalog.indexer import current_generation
+
+    root_keys = [ref.root_key for ref in refs]
+    settings = config.memory.recall
+    generation = current_generation()
+    with sql.cursor() as cursor:
+        common, rare, unseen, unfound = classify_terms(cursor, query, generation)
+        visible = owners.owners(cursor, root_keys, generation)
+        expression, split = word_ranking(cursor, query, common, generation, settings.raw_candidates)
+        trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
+                                                      unfound=unfound)
+    return RecallPlan(query, settings, root_keys, include_system, top_k, generation, _term_pattern(query),
+                      sorted(rare | unseen, key=len, reverse=True), visible, expression, split, trigram_expression)
+
+
+def candidates(plan: RecallPlan) -> Candidates:
+    """Stage 1: the word index's list (re-ranked, with session context), the trigram list and the semantic list,
+    merged by memory.
+
+    The trigram ranking and the semantic similarities need nothing from the word index's ranking: they run in the
+    side thread (when usable) while this thread ranks by the word index; the semantic gate, which needs the lexical
+    lists' passages, is applied after both (side_thread explains why the answer is the same as running all of it
+    here, which is what happens when the side thread is not usable)."""
+    weights = plan.settings.weights
+    side = side_thread.start(_side_lists, plan.query, trigram_expression=plan.trigram_expression,
+                             root_keys=plan.root_keys, include_system=plan.include_system, pool=plan.pool,
+                             visible=plan.visible, generation=plan.generation, semantic=weights.semantic > 0)
+    rows = _facts(plan.generation).rows
+    with sql.cursor() as cursor:
+        unicode_list = _word_list(cursor, plan, rows)
+        trigram_stubs, scores, embedder_error = side.result()
+        # A memory is shadowed only by one in another root: with a single visible root holding memories at this
+        # generation, nothing is, and only the first top_k of the ranking are looked at. Then the memories only the
+        # trigram or the semantic list brings are read with what ranks them (fts.RANKING_COLUMNS), in one statement
+        # after both lists, and whole rows only for the few that place (_read_placed): most of them never place,
+        # and a whole row (passage, converted timestamps) costs far more than its ranking columns.
+        holders = plan.visible.holding_memories()
+        ranking_only = len(holders) < 2
+        # The word index's memories are candidates with their rows already: the trigram list brings only its
+        # ranks and best passages' ids for those (the candidate keeps the word index's row).
+        unicode_ids = {row.entry_id for row in unicode_list}
+        trigram_list = [RecallRow(*values) for values in (
+            trigram_stubs if ranking_only
+            else fts.rows_for_stubs(cursor, trigram_stubs, have_rows=unicode_ids, rows=rows))]
+        semantic: list[SemanticHit] = []
+        semantic_rows: dict[int, RecallRow] = {}
+        joining: set[int] = set()
+        warning = None
+        if embedder_error is not None:
+            # Recall still answers, from the lexical lists, and says what it could not do.
+            warning = f"semantic candidates unavailable, lexical recall only: {embedder_error}"
+        elif weights.semantic > 0:
+            lexical = {row.chunk_id for row in unicode_list + trigram_list if row.chunk_id}
+            semantic = semantic_gate(scores, lexical)
+            known = {row.entry_id for row in unicode_list + trigram_list}
+            # Rows are read only for the memories this list alone brings in.
+            joining = {hit.chunk_id for hit in semantic if not hit.gated and hit.entry_id not in known}
+            if not ranking_only:
+                semantic_rows = {values[0]: RecallRow(*values)
+                                 for values in fts.chunk_rows(cursor, sorted(joining), rows=rows)}
+        if ranking_only:
+            chunks = {row.chunk_id for row in trigram_list if row.entry_id not in unicode_ids} | joining
+            ranking = {values[0]: fts.ranking_row(values)
+                       for values in fts.chunk_ranking_rows(cursor, sorted(chunks), rows=rows)}
+            # A trigram hit whose memory went since it was ranked leaves the list, as a missing row does.
+            trigram_list = [row if row.entry_id in unicode_ids else ranking[row.chunk_id]
+                            for row in trigram_list if row.entry_id in unicode_ids or row.chunk_id in ranking]
+            semantic_rows = {ranking[chunk].entry_id: ranking[chunk] for chunk in joining if chunk in ranking}
+    by_entry: dict[int, RecallCandidate] = {}
+    for rank, row in enumerate(unicode_list):
+        by_entry[row.entry_id] = RecallCandidate(row=row, unicode_rank=rank)
+    for rank, row in enumerate(trigram_list):
+        candidate = by_entry.setdefault(row.entry_id, RecallCandidate(row=row))
+        candidate.trigram_rank = rank
+    for rank, found in enumerate(semantic):
+        if found.entry_id in by_entry:
+            by_entry[found.entry_id].semantic_rank = rank
+        elif found.entry_id in semantic_rows:
+            by_entry[found.entry_id] = RecallCandidate(row=semantic_rows[found.entry_id], semantic_rank=rank)
+    return Candidates(by_entry, len(unicode_list), len(trigram_list), len(semantic), holders, ranking_only, rows,
+                      warning)
+
+
+def scores(found: Candidates, plan: RecallPlan, now: datetime) -> None:
+    """Stage 2: each candidate's score in parts (`parts`): each list's weighted reciprocal rank, recency and the
+    recall signal."""
+    settings = plan.settings
+    weights = settings.weights
+    k = settings.rank_constant
+    # Hoisted out of the loop, which runs for every candidate of all three lists.
+    w_recency, w_signal, half_life = weights.recency, weights.signal, settings.recency_half_life_days
+    naive_now = now.replace(tzinfo=None) if now.tzinfo is not None else now
+    # A list's part depends on the rank alone: each value computed once per rank (the same expression), not once
+    # per candidate.
+    unicode_parts = _list_parts(weights.unicode, k, found.unicode_size)
+    trigram_parts = _list_parts(weights.trigram, k, found.trigram_size)
+    semantic_parts = _list_parts(weights.semantic, k, found.semantic_size)
+    for candidate in found.by_entry.values():
+        row = candidate.row
+        updated = row.updated_at
+        # The same age as (now - updated) with updated given now's zone, without building an aware datetime.
+        age = (naive_now - updated) if updated.tzinfo is None else (now - updated)
+        age_days = max(0.0, age.total_seconds() / 86_400)
+        candidate.parts = {
+            "unicode": unicode_parts[candidate.unicode_rank],
+            "trigram": trigram_parts[candidate.trigram_rank],
+            "semantic": semantic_parts[candidate.semantic_rank],
+            "recency": round(w_recency * 0.5 ** (age_days / half_life), 6),
+            # Read with the row (fts.RECALL_COLUMNS); None before the memory's first recall.
+            "signal": round(w_signal * (row.recall_signal or 0.0), 6),
+        }
+
+
+def fusion(found: Candidates, plan: RecallPlan) -> list[RecallCandidate]:
+    """Stage 3: one ranking, by the sum of the parts (ties by filename, then root); with ranking-only rows, the
+    first top_k read whole."""
+    for candidate in found.by_entry.values():
+        candidate.score = round(sum(candidate.parts.values()), 6)
+    ranked = sorted(found.by_entry.values(), key=lambda c: (-c.score, c.row.filename, c.row.root_key))
+    return _read_placed(ranked, plan.top_k, found.rows) if found.ranking_only else ranked
+
+
+def shadowing(ranked: list[RecallCandidate], found: Candidates,
+              plan: RecallPlan) -> tuple[list[RecallCandidate], list[RecallCandidate]]:
+    """Stage 4: the first top_k winners down the ranking. A memory that a deeper scope also holds (the same
+    type::slug) is shadowed: it would have been a result, so it is reported beside the winners (never silently
+    dropped), but it is not a winner."""
+    top_k = plan.top_k
+    # Only the head of the ranking can become results; look its holders up first and the rest only if needed.
+    deepest = _deepest_holders(ranked[: top_k * 3], found.holders)
+    winners: list[RecallCandidate] = []
+    shadowed: list[RecallCandidate] = []
+    for position, candidate in enumerate(ranked):
+        if len(winners) >= top_k:
+            break
+        if position == top_k * 3:
+            deepest.update(_deepest_holders(ranked[position:], found.holders))
+        depth, identity = deepest.get(candidate.key, (candidate.depth, candidate.identity()))
+        if depth > candidate.depth:
+            candidate.shadowed_by = identity
+            shadowed.append(candidate)
+        else:
+            winners.append(candidate)
+    return winners, shadowed
+
+
+def packaging(plan: RecallPlan, winners: list[RecallCandidate], shadowed: list[RecallCandidate],
+              warning: str | None) -> Recall:
+    """Stage 5: whole bodies for what is returned only, and each one's snippet cut from the passage that
+    matched."""
+    returned = winners + shadowed
+    with sql.cursor() as cursor:
+        bodies = fts.entry_bodies(cursor, [candidate.row.entry_id for candidate in returned])
+    for candidate in returned:
+        candidate.row.body = bodies.get(candidate.row.entry_id, candidate.row.passage)
+        candidate.snippet = snippet(plan.pattern, candidate.row.passage, plan.fragments)
+    return Recall(plan.query, winners, shadowed, warning)
+
+
+def _word_list(cursor, plan: RecallPlan, rows: fts.RowCache) -> list[RecallRow]:  # noqa: ANN001
+    """The word index's candidates: bm25 re-ranked (rerank), then with session context."""
+    found = fts.recall_unicode(cursor, expression=plan.expression, root_keys=plan.root_keys,
+                               include_system=plan.include_system, limit=plan.pool, owners=plan.visible,
+                               split=plan.split, rows=rows)
+    return with_session_context(
+        cursor, rerank(plan.query, [RecallRow(*values) for values in found], plan.pattern), plan.pattern,
+        context=plan.settings.context, include_system=plan.include_system, limit=plan.pool,
+        generation=plan.generation)
+
+
 def _read_placed(ranked: list[RecallCandidate], top_k: int, rows: fts.RowCache | None = None) -> list[RecallCandidate]:
     """The ranking with whole rows for the trigram- and semantic-only candidates among its first `top_k`, which hold
     only what ranked them (fts.RANKING_COLUMNS; nothing is shadowed, so no candidate below them is looked at). A memory
     deleted since it was ranked leaves the ranking, and the next one moves up."""
     while True:
-        pending = {candidate.row["chunk_id"]: candidate for candidate in ranked[:top_k]
-                   if "passage" not in candidate.row}
+        pending = {candidate.row.chunk_id: candidate for candidate in ranked[:top_k] if candidate.row.passage is None}
         if not pending:
             return ranked
         with sql.cursor() as cursor:
             found = {values[-2]: values for values in fts.chunk_rows(cursor, sorted(pending), rows=rows)}
         for chunk_id, candidate in pending.items():
             if chunk_id in found:
-                candidate.row = dict(zip(fts.RECALL_COLUMNS, found[chunk_id], strict=True))
+                candidate.row = RecallRow(*found[chunk_id])
         gone = {id(candidate) for chunk_id, candidate in pending.items() if chunk_id not in found}
         if not gone:
             return ranked
@@ -570,7 +794,7 @@ def _rank_score(rank: int | None, k: float) -> float:
 @lru_cache(maxsize=64)
 def _list_parts(weight: float, k: float, size: int) -> Mapping[int | None, float]:
     """A list's part of the score for each rank it gives (None: absent from the list). Kept per weight, constant
-    and list size (a pure function of them; three lists of ~50 a question cost ~80 us to build), hence read-only."""
+    and list size (a pure function of them), hence read-only."""
     return MappingProxyType({rank: round(weight * _rank_score(rank, k), 6) for rank in [None, *range(size)]})
 
 
@@ -591,143 +815,3 @@ def _side_lists(query: RecallQuery, *, trigram_expression: str | None, root_keys
                                         generation=generation), None
     except EmbedderError as exc:
         return trigram, None, exc
-
-
-def recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top_k: int, include_system: bool,
-           now: datetime | None = None) -> Recall:
-    from memory.catalog.indexer import current_generation
-
-    settings = config.memory.recall
-    weights = settings.weights
-    root_keys = [ref.root_key for ref in refs]
-    pool = settings.raw_candidates
-    columns = fts.RECALL_COLUMNS
-    pattern = _term_pattern(query)
-    warning = None
-    generation = current_generation()
-    with sql.cursor() as cursor:
-        common, rare, unseen, unfound = classify_terms(cursor, query, generation)
-        visible = owners.owners(cursor, root_keys, generation)
-        expression, split = word_ranking(cursor, query, common, generation, pool)
-        trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
-                                                      unfound=unfound)
-        # The trigram ranking and the semantic similarities need nothing from the word index's ranking: they run
-        # in the side thread (when usable) while this thread ranks by the word index; the semantic gate, which
-        # needs the lexical lists' passages, is applied after both (side_thread explains why the answer is the
-        # same as running all of it here, which is what happens when the side thread is not usable).
-        side = side_thread.start(_side_lists, query, trigram_expression=trigram_expression, root_keys=root_keys,
-                                 include_system=include_system, pool=pool, visible=visible, generation=generation,
-                                 semantic=weights.semantic > 0)
-        rows = _facts(generation).rows
-        unicode_rows = fts.recall_unicode(cursor, expression=expression, root_keys=root_keys,
-                                          include_system=include_system, limit=pool, owners=visible, split=split,
-                                          rows=rows)
-        unicode_list = with_session_context(
-            cursor, rerank(query, [dict(zip(columns, row, strict=True)) for row in unicode_rows], pattern), pattern,
-            context=settings.context, include_system=include_system, limit=pool, generation=generation)
-        trigram_stubs, scores, embedder_error = side.result()
-        # A memory is shadowed only by one in another root: with a single visible root holding memories at this
-        # generation, nothing is, and only the first top_k of the ranking are looked at. Then the memories only the
-        # trigram or the semantic list brings are read with what ranks them (fts.RANKING_COLUMNS), in one statement
-        # after both lists, and whole rows only for the few that place (_read_placed): at 10,000 memories about 18
-        # and 48 of them a question, of which 0.4 and 1.6 placed, and their whole rows (passage, converted
-        # timestamps) cost over a millisecond.
-        holders = visible.holding_memories()
-        ranking_only = len(holders) < 2
-        # The word index's memories are candidates with their rows already: the trigram list brings only its
-        # ranks and best passages' ids for those (the candidate keeps the word index's row, as before).
-        unicode_ids = {row["entry_id"] for row in unicode_list}
-        trigram_rows = (trigram_stubs if ranking_only
-                        else fts.rows_for_stubs(cursor, trigram_stubs, have_rows=unicode_ids, rows=rows))
-        trigram_list = [dict(zip(columns, row, strict=True)) for row in trigram_rows]
-        semantic: list[SemanticHit] = []
-        semantic_rows: dict[int, dict[str, Any]] = {}
-        joining: set[int] = set()
-        if embedder_error is not None:
-            # Recall still answers, from the lexical lists, and says what it could not do.
-            warning = f"semantic candidates unavailable, lexical recall only: {embedder_error}"
-        elif weights.semantic > 0:
-            lexical = {row["chunk_id"] for row in unicode_list + trigram_list if row.get("chunk_id")}
-            semantic = semantic_gate(scores, lexical)
-            known = {row["entry_id"] for row in unicode_list + trigram_list}
-            # Rows are read only for the memories this list alone brings in.
-            joining = {hit.chunk_id for hit in semantic if not hit.gated and hit.entry_id not in known}
-            if not ranking_only:
-                semantic_rows = {values[0]: dict(zip(columns, values, strict=True))
-                                 for values in fts.chunk_rows(cursor, sorted(joining), rows=rows)}
-        if ranking_only:
-            chunks = {row["chunk_id"] for row in trigram_list if row["entry_id"] not in unicode_ids} | joining
-            ranking = {values[0]: dict(zip(fts.RANKING_COLUMNS, values, strict=True))
-                       for values in fts.chunk_ranking_rows(cursor, sorted(chunks), rows=rows)}
-            # A trigram hit whose memory went since it was ranked leaves the list, as a missing row did before.
-            trigram_list = [row if row["entry_id"] in unicode_ids else ranking[row["chunk_id"]]
-                            for row in trigram_list if row["entry_id"] in unicode_ids or row["chunk_id"] in ranking]
-            semantic_rows = {ranking[chunk]["entry_id"]: ranking[chunk] for chunk in joining if chunk in ranking}
-    candidates: dict[int, RecallCandidate] = {}
-    for rank, row in enumerate(unicode_list):
-        candidates[row["entry_id"]] = RecallCandidate(row=row, unicode_rank=rank)
-    for rank, row in enumerate(trigram_list):
-        candidate = candidates.setdefault(row["entry_id"], RecallCandidate(row=row))
-        candidate.trigram_rank = rank
-    for rank, found in enumerate(semantic):
-        if found.entry_id in candidates:
-            candidates[found.entry_id].semantic_rank = rank
-        elif found.entry_id in semantic_rows:
-            candidates[found.entry_id] = RecallCandidate(row=semantic_rows[found.entry_id], semantic_rank=rank)
-
-    now = now or utc_now()
-    k = settings.rank_constant
-    # Hoisted out of the loop, which runs for every candidate of all three lists.
-    w_unicode, w_trigram, w_semantic = weights.unicode, weights.trigram, weights.semantic
-    w_recency, w_signal, half_life = weights.recency, weights.signal, settings.recency_half_life_days
-    naive_now = now.replace(tzinfo=None) if now.tzinfo is not None else now
-    # A list's part depends on the rank alone: each value computed once per rank (the same expression), not once
-    # per candidate (three rounds a candidate, ~140 candidates a question at 10,000).
-    unicode_parts = _list_parts(w_unicode, k, len(unicode_list))
-    trigram_parts = _list_parts(w_trigram, k, len(trigram_list))
-    semantic_parts = _list_parts(w_semantic, k, len(semantic))
-    for candidate in candidates.values():
-        row = candidate.row
-        updated = row["updated_at"]
-        # The same age as (now - updated) with updated given now's zone, without building an aware datetime.
-        age = (naive_now - updated) if updated.tzinfo is None else (now - updated)
-        age_days = max(0.0, age.total_seconds() / 86_400)
-        candidate.parts = parts = {
-            "unicode": unicode_parts[candidate.unicode_rank],
-            "trigram": trigram_parts[candidate.trigram_rank],
-            "semantic": semantic_parts[candidate.semantic_rank],
-            "recency": round(w_recency * 0.5 ** (age_days / half_life), 6),
-            # Read with the row (fts.RECALL_COLUMNS); None before the memory's first recall.
-            "signal": round(w_signal * (row["recall_signal"] or 0.0), 6),
-        }
-        candidate.score = round(sum(parts.values()), 6)
-
-    ranked = sorted(candidates.values(), key=lambda c: (-c.score, c.row["filename"], c.row["root_key"]))
-    if ranking_only:
-        ranked = _read_placed(ranked, top_k, rows)
-    # Only the head of the ranking can become results; look its holders up first and the rest only if needed.
-    deepest = _deepest_holders(ranked[: top_k * 3], holders)
-    winners: list[RecallCandidate] = []
-    shadowed: list[RecallCandidate] = []
-    # Walk down the ranking until top-K winners are found; a shadowed entry met on the way would have been a
-    # result, so it is reported beside them (never silently dropped), but it is not a winner.
-    for position, candidate in enumerate(ranked):
-        if len(winners) >= top_k:
-            break
-        if position == top_k * 3:
-            deepest.update(_deepest_holders(ranked[position:], holders))
-        depth, identity = deepest.get(candidate.key, (candidate.depth, candidate.identity()))
-        if depth > candidate.depth:
-            candidate.shadowed_by = identity
-            shadowed.append(candidate)
-        else:
-            winners.append(candidate)
-    fragments = sorted(rare | unseen, key=len, reverse=True)
-    returned = winners + shadowed
-    with sql.cursor() as cursor:
-        # Whole bodies only for what is returned; snippets come from the passage that matched.
-        bodies = fts.entry_bodies(cursor, [candidate.row["entry_id"] for candidate in returned])
-    for candidate in returned:
-        candidate.row["body"] = bodies.get(candidate.row["entry_id"], candidate.row["passage"])
-        candidate.snippet = snippet(pattern, candidate.row["passage"], fragments)
-    return Recall(query, winners, shadowed, warning)

@@ -107,7 +107,7 @@ def _ordered(outcome: Recall) -> list[RecallCandidate]:
 
 def _hit(candidate: RecallCandidate, banner: str | None) -> SearchHit:
     return SearchHit(
-        memory=memory_summary_from_fields(candidate.row),
+        memory=memory_summary_from_fields(vars(candidate.row)),
         score=candidate.score,
         snippet=candidate.snippet or candidate.body[:200],
         why_recalled=WhyRecalled(**candidate.parts),

@@ -40,7 +40,7 @@ TOPICS = [
 
 
 def _answer(outcome) -> list[tuple]:  # noqa: ANN001
-    return [(c.row["root_key"], c.filename, c.score, c.parts, c.snippet, c.shadowed_by, c.row.get("body"))
+    return [(c.row.root_key, c.filename, c.score, c.parts, c.snippet, c.shadowed_by, c.row.body)
             for c in outcome.winners + outcome.shadowed] + [outcome.warning]
 
 
