@@ -65,7 +65,9 @@ class ProposeInput(Selector):
     name: str | None = Field(default=None, description=(
         "A short title; the file name is derived from it. Needed for add and for a batch creating a document."))
     description: str | None = Field(default=None, description=(
-        "One line saying what the memory holds, shown in the MEMORY.md index. Needed for add."))
+        "One line saying what the memory holds, shown in the MEMORY.md index. Needed for add. With update or a "
+        "batch of operations it replaces the description (and the index line): change it when the body's fact "
+        "changed, or the index keeps saying the old one."))
     content: str | None = Field(default=None, description="The Markdown body, for add and update.")
     operations: list[Operation] | None = Field(default=None, min_length=1, max_length=100, description=(
         "An atomic batch of body operations on the one document named by filename, run in order; all land "

@@ -52,3 +52,25 @@ def test_the_same_fact_about_another_subject_is_added_beside_it(cli, memories):
     texts = [p.read_text() for p in memories.glob("project_*.md")]
     assert sum("staging database listens on port 6543" in t for t in texts) == 1
     assert sum("test database listens on port 6543" in t for t in texts) == 1
+
+
+def test_a_batch_that_changes_the_fact_in_the_body_can_change_the_description_and_the_index_line(cli, memories):
+    _tools, answers = session(cli, calls=[
+        propose("Production host", "Production deploys to Fly.io", "Production deploys to Fly.io."),
+        ("compozy__memory_propose", {
+            "filename": "project_production_host.md", "description": "Production deploys to Render",
+            "operations": [{"action": "replace", "old_text": "Fly.io", "content": "Render"}]}),
+    ])
+    assert [error for error, _ in answers] == [False, False], answers
+    assert answers[1][1]["decision"]["op"] == "update"
+    text = (memories / "project_production_host.md").read_text()
+    assert "description: Production deploys to Render" in text and "Fly.io" not in text
+    index = (memories / "MEMORY.md").read_text()
+    assert "Production deploys to Render" in index and "Fly.io" not in index
+
+
+def test_the_propose_tool_tells_an_agent_that_a_batch_can_change_the_description(cli):
+    tools, _answers = session(cli, calls=[])
+    [propose_tool] = [tool for tool in tools if tool.name == "compozy__memory_propose"]
+    described = propose_tool.input_schema["properties"]["description"]["description"]
+    assert "batch" in described and "index" in described
