@@ -221,9 +221,17 @@ class ProjectionConfig(_Section):
     max_bytes: int = Field(192_000, ge=1024, le=100_000_000)
 
 
+class HooksConfig(_Section):
+    """Agent hooks (`compozy hook claude-code …`): each call reads at most this many bytes of the transcript, on from
+    where the last call stopped, so a hook's time and memory are bounded whatever the transcript holds."""
+
+    transcript_read_bytes: int = Field(4_194_304, ge=65_536, le=1_073_741_824)
+
+
 class SessionConfig(_Section):
     compaction: CompactionConfig = CompactionConfig()
     projection: ProjectionConfig = ProjectionConfig()
+    hooks: HooksConfig = HooksConfig()
 
 
 class ServerConfig(_Section):

@@ -211,6 +211,10 @@ class Session(models.Model):
     last_seq = models.IntegerField(default=0)
     # A failed compaction summary holds further summaries back until then; nothing is archived meanwhile.
     compaction_cooldown_until = models.DateTimeField(null=True)
+    # How far a client's transcript (Claude Code's JSONL) has been read, in bytes: each hook reads on from here, at
+    # most session.hooks.transcript_read_bytes a call, so a huge transcript is imported over several calls and a
+    # bad line is passed over once. Lines are keyed, so reading some again after a crash only finds duplicates.
+    transcript_offset = models.BigIntegerField(default=0)
 
     class Meta:
         db_table = "memory_sessions"

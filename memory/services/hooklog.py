@@ -6,9 +6,10 @@ what failed.
 
 Codes: `hook.startup` (the command could not start), `hook.payload_invalid` (stdin was not a usable hook
 payload), `hook.event_unknown` (not an event the adapter handles), `hook.transcript_unreadable` (the transcript
-could not be read; the rest of the hook still ran), `hook.service_unanswered` (the running service accepted the
-forwarded hook but gave no answer in time; it is not run again in-process), `hook.internal` (anything else: a
-bug), or the `memory.*` code of a service error.
+could not be read; the rest of the hook still ran), `hook.transcript_line_invalid` (one transcript line was
+skipped, or imported without a bad field; logged once, with its byte offset and why, never its text),
+`hook.service_unanswered` (the running service accepted the forwarded hook but gave no answer in time; it is not
+run again in-process), `hook.internal` (anything else: a bug), or the `memory.*` code of a service error.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+
+LINE_INVALID = "hook.transcript_line_invalid"
 
 
 def log_path() -> Path:

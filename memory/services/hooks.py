@@ -20,26 +20,30 @@ they are ordinary domain errors.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from compozy.config import get_config
 from memory.controller.events import event_record
+from memory.domain import jsondepth
 from memory.domain.enums import EventOp
-from memory.domain.errors import CompozyError
+from memory.domain.errors import CompozyError, ValidationError
 from memory.sessions import claude_code, ledger
+from memory.store import files
 
-from .hooklog import log_failure
+from .hooklog import LINE_INVALID, log_failure
 from .inputs import Caller, Input
 from .results import Result
 from .sessions import (
     MAX_BATCH,
     SESSION_ID_PATTERN,
     CompactionResult,
+    EventInput,
     SessionAppendInput,
     SessionCompactInput,
     SessionIdInput,
@@ -88,6 +92,16 @@ class ClaudeCodePayload(BaseModel):
     trigger: str | None = None  # PreCompact: manual, auto
     reason: str | None = None  # SessionEnd: clear, logout, prompt_input_exit, other
 
+    @field_validator("transcript_path", "cwd")
+    @classmethod
+    def _a_path(cls, value: str | None) -> str | None:
+        # A NUL, another control character or a lone surrogate is no path the client writes: os calls raise on
+        # them (ValueError, UnicodeEncodeError), which is the payload's fault, not a bug of the hook.
+        if value is not None and (len(value) > 4096 or any(ord(char) < 32 or 0xD800 <= ord(char) < 0xE000
+                                                           for char in value)):
+            raise ValueError("not a usable path")
+        return value
+
 
 class HookResult(Result):
     event: str
@@ -111,39 +125,87 @@ def _ensure_started(payload: ClaudeCodePayload, caller: Caller) -> Any:
                                                 agent_name=CLAUDE_CODE_AGENT), caller=caller)
 
 
-def _read_transcript(path: str | None) -> list[dict[str, Any]]:
+@dataclass
+class _Read:
+    chunk: claude_code.Chunk
+    start: int
+
+
+def _read_transcript(path: str | None, offset: int, limit: int) -> _Read | None:
+    """The transcript's whole lines from `offset` (from its start when it is now shorter: rewritten), at most
+    `limit` bytes of them; None when there is no transcript (yet)."""
     if not path:
-        return []
+        return None
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8", errors="replace")
+        data, size = files.read_regular_range(Path(path).expanduser(), offset, limit)
     except FileNotFoundError:
-        return []  # nothing written yet (a session that has not answered anything)
+        return None  # nothing written yet (a session that has not answered anything)
     except OSError as exc:
         raise TranscriptUnreadable(f"{type(exc).__name__}: {exc.strerror or exc}") from None
-    return claude_code.parse_lines(text.splitlines())[0]
+    except ValidationError:
+        raise TranscriptUnreadable("the transcript is not a regular file (a FIFO or a device is never read)") \
+            from None
+    start = offset if offset <= size else 0
+    chunk = claude_code.parse_chunk(data, start=start, at_end=start + len(data) >= size, limit=limit)
+    return _Read(chunk, start)
 
 
-def _import(payload: ClaudeCodePayload, caller: Caller, *, close_turn: str) -> tuple[int, int, str | None]:
-    """(rows appended, rows already there, transcript error). Only lines after the last one imported are mapped;
-    if that line is not found (a rewritten transcript), every line is, and the keys keep it idempotent.
-    `close_turn`: "" leaves the turn open, "answered" closes it once its reply is in the transcript (Stop), "always"
-    closes it (SessionEnd)."""
+# At most this many bad lines are logged one by one per call; the rest are counted in one more line.
+_LOGGED_PROBLEMS = 20
+
+
+def _record_problems(problems: list[claude_code.LineProblem], payload: ClaudeCodePayload, event: str) -> None:
+    """Each bad line once: the next call reads on after it, so it is never met again."""
+    for problem in problems[:_LOGGED_PROBLEMS]:
+        log_failure(code=LINE_INVALID, client=CLAUDE_CODE_AGENT, event=event, session_id=payload.session_id,
+                    message=f"transcript line at byte {problem.offset} {problem.action}: {problem.reason}")
+    if len(problems) > _LOGGED_PROBLEMS:
+        log_failure(code=LINE_INVALID, client=CLAUDE_CODE_AGENT, event=event, session_id=payload.session_id,
+                    message=f"{len(problems) - _LOGGED_PROBLEMS} more bad transcript lines skipped or cut")
+
+
+def _valid_events(rows: list[claude_code.Row], offsets: dict[str, int]) -> tuple[list[dict[str, Any]],
+                                                                                 list[claude_code.LineProblem]]:
+    """The rows as events the append accepts; a row it would refuse is left out, so one row never fails the rest."""
+    events, problems = [], []
+    for row in rows:
+        event = row.as_event()
+        try:
+            EventInput.model_validate(event)
+        except PydanticValidationError:
+            line = row.external_key.split(":", 1)[0]
+            problems.append(claude_code.LineProblem(offsets.get(line, -1), "row_invalid", "skipped"))
+            continue
+        events.append(event)
+    return events, problems
+
+
+def _import(payload: ClaudeCodePayload, caller: Caller, *, event: str,
+            close_turn: str) -> tuple[int, int, str | None]:
+    """(rows appended, rows already there, transcript error). Each call reads on from where the last one stopped
+    (`memory_sessions.transcript_offset`), at most `session.hooks.transcript_read_bytes`, so a huge transcript is
+    imported over several calls and a bad line, skipped or cut and logged, is met once. Lines are keyed by uuid,
+    so a line read again (after a crash, or a rewritten transcript read from its start) is a no-op.
+    `close_turn`: "" leaves the turn open, "answered" closes it once its reply is in the transcript (Stop),
+    "always" closes it (SessionEnd)."""
     error = None
+    limit = get_config(None).session.hooks.transcript_read_bytes
     try:
-        lines = _read_transcript(payload.transcript_path)
+        read = _read_transcript(payload.transcript_path, ledger.transcript_offset(payload.session_id), limit)
     except TranscriptUnreadable as exc:
-        lines, error = [], str(exc)
-    start, turn = 0, ""
+        read, error = None, str(exc)
     last = ledger.last_imported(payload.session_id)
-    if last is not None:
-        uuid = last[0].split(":", 1)[0]
-        for index in range(len(lines) - 1, -1, -1):
-            if lines[index].get("uuid") == uuid:
-                start, turn = index, last[1]
-                break
-    mapped = claude_code.rows_of(lines[start:], current_turn=turn)
-    events = [row.as_event() for row in mapped.rows]
-    if mapped.last_turn and (close_turn == "always" or (close_turn == "answered" and claude_code.answered(mapped))):
+    # Read from the start, the mapping is replayed from no turn; read on, the turn in effect is the last row's.
+    turn = last[1] if last is not None and read is not None and read.start > 0 else ""
+    if read is None and last is not None:
+        turn = last[1]
+    lines = read.chunk.lines if read is not None else []
+    mapped = claude_code.rows_of(lines, current_turn=turn)
+    offsets = dict(zip((line.get("uuid") for line in lines), read.chunk.offsets, strict=True)) if read else {}
+    events, refused = _valid_events(mapped.rows, offsets)
+    before = (last[1], last[2]) if last is not None else None
+    if mapped.last_turn and (close_turn == "always"
+                             or (close_turn == "answered" and claude_code.answered(mapped, before=before))):
         events.append(claude_code.turn_end(mapped.last_turn).as_event())
     appended = duplicates = 0
     for offset in range(0, len(events), MAX_BATCH):
@@ -152,6 +214,9 @@ def _import(payload: ClaudeCodePayload, caller: Caller, *, close_turn: str) -> t
                                                         events=events[offset:offset + MAX_BATCH]), caller=caller)
         appended += result.appended
         duplicates += result.duplicates
+    if read is not None:
+        ledger.set_transcript_offset(payload.session_id, read.chunk.next_offset)
+        _record_problems(read.chunk.problems + refused, payload, event)
     return appended, duplicates, error
 
 
@@ -167,7 +232,7 @@ def hook_claude_code(*, event: ClaudeCodeEvent, payload: ClaudeCodePayload, call
                 frozen=context)
         result["output"] = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
         return HookResult(**result)
-    imported, duplicates, error = _import(payload, caller, close_turn=CLOSES_TURN.get(event, ""))
+    imported, duplicates, error = _import(payload, caller, event=event, close_turn=CLOSES_TURN.get(event, ""))
     result.update(imported=imported, duplicates=duplicates, transcript_error=error)
     ids = {"session_id": payload.session_id, "workspace": _workspace(caller)}
     if event == "PreCompact":
@@ -186,8 +251,9 @@ def hook_payload(*, client: str, event: str, raw: bytes) -> ClaudeCodePayload:
     if client not in CLIENTS or event not in CLAUDE_CODE_EVENTS:
         raise HookFailure("hook.event_unknown", f"{client} {event} is not a hook this adapter handles")
     try:
-        return ClaudeCodePayload.model_validate(json.loads(raw.decode("utf-8")))
-    except (UnicodeDecodeError, json.JSONDecodeError, PydanticValidationError) as exc:
+        return ClaudeCodePayload.model_validate(jsondepth.loads(raw.decode("utf-8")))
+    # ValueError: not UTF-8, not JSON, nested too deeply, a number too long to convert.
+    except (ValueError, PydanticValidationError) as exc:
         raise HookFailure("hook.payload_invalid", f"stdin is not a usable hook payload: {type(exc).__name__}") \
             from None
 

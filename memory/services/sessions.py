@@ -13,7 +13,6 @@ parent) are their reads; `memory.sessions.signals` are their hook points.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,6 +23,7 @@ from pydantic import ValidationError as PydanticValidationError
 from ulid import ULID
 
 from memory.controller.events import event_record
+from memory.domain import jsondepth
 from memory.domain.checkpoint import CHECKPOINT_FILENAME
 from memory.domain.enums import EventOp, Scope, SessionEventKind, SessionStatus, SessionType
 from memory.domain.errors import Conflict, NotFound
@@ -151,9 +151,11 @@ def _events_of_lines(text: str) -> list[EventInput]:
         if not line.strip():
             continue
         try:
-            events.append(EventInput.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, PydanticValidationError) as exc:
-            reason = "not JSON" if isinstance(exc, json.JSONDecodeError) else "not an event"
+            events.append(EventInput.model_validate(jsondepth.loads(line)))
+        except jsondepth.TooDeep:
+            raise ValueError(f"line {number} of jsonl is nested more than {jsondepth.MAX_DEPTH} levels") from None
+        except (ValueError, PydanticValidationError) as exc:
+            reason = "not an event" if isinstance(exc, PydanticValidationError) else "not JSON"
             raise ValueError(f"line {number} of jsonl is {reason}") from None
     if len(events) > MAX_BATCH:
         raise ValueError(f"at most {MAX_BATCH} events per call")

@@ -24,10 +24,13 @@ turn's `done` row is keyed by its turn.
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from memory.domain import jsondepth
+from memory.domain.models import parse_timestamp
 
 # One imported row never holds more than this; a huge tool output is cut with a marker.
 MAX_CONTENT_CHARS = 64_000
@@ -75,21 +78,144 @@ def _text_of(content: Any) -> str:
 
 
 def parse_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], int]:
-    """(objects of the lines that are JSON objects, count of lines that are not)."""
+    """(objects of the lines that are usable JSON objects, count of lines that are not)."""
     objects, bad = [], 0
     for line in lines:
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
+        value, problem = parse_line(line)
+        if value is None:
             bad += 1  # a line being written as we read it, or damage: never a reason to fail the import
-            continue
-        if isinstance(value, dict):
-            objects.append(value)
         else:
-            bad += 1
+            objects.append(value)
     return objects, bad
+
+
+# ----- one line at a time: a bad line is skipped or has its bad field cut, and says why --------------------------
+
+# Line uuids become the rows' turn ids and keys: at most 128 characters of a plain id, as session ids are.
+_UUID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+# A UTF-16 surrogate written as a JSON escape (JavaScript writes a lone one when it cuts an emoji in half).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    """A transcript line that was skipped (`action` "skipped") or imported without a bad field ("cut"). `offset`
+    is where the line starts in the transcript, in bytes; `reason` a stable word. Never holds the line's text."""
+
+    offset: int
+    reason: str  # not_json, too_deep, not_an_object, uuid_invalid, timestamp_invalid, surrogate, encoding, too_long
+    action: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"offset": self.offset, "reason": self.reason, "action": self.action}
+
+
+def _without_surrogates(value: Any) -> Any:
+    """The value with each lone surrogate in its strings (keys too) replaced by U+FFFD; iterative, since the
+    value may be deep. Surrogate pairs were joined by the JSON decoder already."""
+
+    def fix(text: str) -> str:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        container, key = stack.pop()
+        item = container[key]
+        if isinstance(item, str):
+            container[key] = fix(item)
+        elif isinstance(item, dict):
+            fixed = {fix(k) if isinstance(k, str) else k: v for k, v in item.items()}
+            container[key] = fixed
+            stack.extend((fixed, k) for k in fixed)
+        elif isinstance(item, list):
+            stack.extend((item, index) for index in range(len(item)))
+    return root[0]
+
+
+def parse_line(line: str, offset: int = 0) -> tuple[dict[str, Any] | None, list[LineProblem]]:
+    """One transcript line as an object ready for `rows_of`, or None when it must be skipped, with what was wrong.
+
+    Skipped: not JSON, nested past jsondepth.MAX_DEPTH, not an object, a user or assistant line whose uuid is not
+    a plain id of at most 128 characters. Cut: a timestamp that is not RFC 3339 (the row is stamped when imported), lone
+    surrogates (each becomes U+FFFD)."""
+    try:
+        value = jsondepth.loads(line)
+    except jsondepth.TooDeep:
+        return None, [LineProblem(offset, "too_deep", "skipped")]
+    except ValueError:  # JSONDecodeError, and a number too long to convert
+        return None, [LineProblem(offset, "not_json", "skipped")]
+    if not isinstance(value, dict):
+        return None, [LineProblem(offset, "not_an_object", "skipped")]
+    problems = []
+    if _SURROGATE_ESCAPE.search(line):
+        fixed = _without_surrogates(value)
+        if fixed != value:
+            problems.append(LineProblem(offset, "surrogate", "cut"))
+            value = fixed
+    if value.get("type") in ("user", "assistant"):
+        uuid = value.get("uuid")
+        if not isinstance(uuid, str) or not _UUID.fullmatch(uuid):
+            return None, [*problems, LineProblem(offset, "uuid_invalid", "skipped")]
+        stamp = value.get("timestamp")
+        if stamp is not None:
+            try:
+                if not isinstance(stamp, str):
+                    raise ValueError(stamp)
+                parse_timestamp(stamp)
+            except ValueError:
+                value = {**value, "timestamp": None}
+                problems.append(LineProblem(offset, "timestamp_invalid", "cut"))
+    return value, problems
+
+
+@dataclass
+class Chunk:
+    """The lines read from one piece of a transcript: the objects to map, what was wrong with the others, and the
+    offset the next read starts at (the end of the last whole line consumed)."""
+
+    lines: list[dict[str, Any]]
+    problems: list[LineProblem]
+    next_offset: int
+    offsets: list[int] = field(default_factory=list)  # where each of `lines` starts
+
+
+def parse_chunk(data: bytes, *, start: int, at_end: bool, limit: int) -> Chunk:
+    """Whole lines of `data`, read from byte `start` of a transcript. A last line without its newline is taken only
+    when the read reached the end of the file and the line is a whole JSON object (the client may be writing it);
+    a piece of `limit` bytes with no newline at all is one line longer than a read and is passed over."""
+    end = data.rfind(b"\n") + 1
+    tail = data[end:]
+    lines: list[dict[str, Any]] = []
+    offsets: list[int] = []
+    problems: list[LineProblem] = []
+    if not end and len(data) >= limit:
+        return Chunk([], [LineProblem(start, "too_long", "skipped")], start + len(data))
+    pieces = data[:end].split(b"\n")[:-1] if end else []
+    position = start
+    taken_tail = False
+    if tail and at_end:
+        value, _found = parse_line(tail.decode("utf-8", "replace"), start + end)
+        taken_tail = value is not None
+        if taken_tail:
+            pieces.append(tail)
+    for raw in pieces:
+        offset, position = position, position + len(raw) + 1
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = raw.decode("utf-8", "replace")
+            problems.append(LineProblem(offset, "encoding", "cut"))
+        value, found = parse_line(text, offset)
+        problems.extend(found)
+        if value is not None:
+            lines.append(value)
+            offsets.append(offset)
+    return Chunk(lines, problems, start + (len(data) if taken_tail else end), offsets)
 
 
 @dataclass
@@ -141,7 +267,7 @@ def rows_of(lines: list[dict[str, Any]], *, current_turn: str = "") -> Rows:
         for index, block in enumerate(blocks):
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 data = {"id": block.get("id"), "name": block.get("name"), "input": block.get("input")}
-                rows.append(Row("tool_call", str(block.get("name") or "tool"), turn, f"{uuid}:{index}", ts,
+                rows.append(Row("tool_call", _cut(str(block.get("name") or "tool")), turn, f"{uuid}:{index}", ts,
                                 data))
     return Rows(rows, turn)
 
@@ -151,10 +277,12 @@ def rows_of(lines: list[dict[str, Any]], *, current_turn: str = "") -> Rows:
 ANSWERED_KINDS = ("assistant_message", "tool_call", "error")
 
 
-def answered(rows: Rows) -> bool:
+def answered(rows: Rows, *, before: tuple[str, str] | None = None) -> bool:
     """Whether the last turn's reply is in the rows read: Stop closes a turn only then, so a reply the client has
-    not flushed to the transcript yet is never recorded after its turn's `done`."""
-    return bool(rows.rows) and rows.rows[-1].turn_id == rows.last_turn and rows.rows[-1].kind in ANSWERED_KINDS
+    not flushed to the transcript yet is never recorded after its turn's `done`. `before`: (turn, kind) of the
+    newest row already imported, which decides when this read brought no new row."""
+    last = (rows.rows[-1].turn_id, rows.rows[-1].kind) if rows.rows else before
+    return last is not None and bool(rows.last_turn) and last[0] == rows.last_turn and last[1] in ANSWERED_KINDS
 
 
 def turn_end(turn: str) -> Row:

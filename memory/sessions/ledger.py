@@ -266,11 +266,25 @@ def unarchived_count(session_id: str) -> int:
         return int(cursor.fetchone()[0])
 
 
-def last_imported(session_id: str) -> tuple[str, str] | None:
-    """(external key, turn id) of the newest row imported from a client's record, not counting `done:` rows."""
+def last_imported(session_id: str) -> tuple[str, str, str] | None:
+    """(external key, turn id, kind) of the newest row imported from a client's record, not counting `done:`
+    rows."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT external_key, turn_id FROM memory_session_events WHERE session_id = %s "
+        cursor.execute("SELECT external_key, turn_id, kind FROM memory_session_events WHERE session_id = %s "
                        "AND external_key != '' AND external_key NOT LIKE 'done:%%' ORDER BY seq DESC LIMIT 1",
                        [session_id])
         row = cursor.fetchone()
-    return (row[0], row[1]) if row else None
+    return (row[0], row[1], row[2]) if row else None
+
+
+def transcript_offset(session_id: str) -> int:
+    """How many bytes of the session's client transcript have been read (0 for an unknown session)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT transcript_offset FROM memory_sessions WHERE session_id = %s", [session_id])
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+def set_transcript_offset(session_id: str, offset: int) -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("UPDATE memory_sessions SET transcript_offset = %s WHERE session_id = %s", [offset, session_id])

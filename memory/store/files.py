@@ -102,6 +102,28 @@ def read_path(path: Path, filename: str) -> tuple[bytes, os.stat_result] | None:
         os.close(fd)
 
 
+def read_regular_range(path: Path, offset: int, limit: int) -> tuple[bytes, int]:
+    """Up to `limit` bytes of a regular file from `offset`, and the file's size, from one descriptor. A client's
+    file outside every memory root (a transcript), so links are followed; but O_NONBLOCK and the fstat mean a FIFO
+    or a device (/dev/zero) is refused at once instead of blocking or streaming without end. A file now shorter
+    than `offset` (rewritten) is read from its start: the caller compares the size with its offset."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat_module.S_ISREG(info.st_mode):
+            raise ValidationError("The path names something other than a regular file.",
+                                  details={"filename": path.name, "reason": "not_a_file"})
+        start = offset if offset <= info.st_size else 0
+        chunks, wanted = [], max(0, min(limit, info.st_size - start))
+        while wanted > 0 and (chunk := os.pread(fd, wanted, start)):
+            chunks.append(chunk)
+            start += len(chunk)
+            wanted -= len(chunk)
+        return b"".join(chunks), info.st_size
+    finally:
+        os.close(fd)
+
+
 def read_index_text(path: Path) -> str | None:
     """MEMORY.md (or another root-level artifact) as text; None when it is missing, a link, not a regular file
     or not UTF-8. Callers then render it whole, or build it from the catalog: a link is never read."""

@@ -138,3 +138,16 @@ def test_a_bad_choice_names_the_field_and_where_it_was_not_a_kind_of_request(cli
     result = cli(*WRITE, "--type", "opinion", "--content", "x y z")
     assert result.json["message"].startswith("Invalid type in the request: "), result.json
     assert "'project'" in result.json["message"]
+
+
+@pytest.mark.parametrize("depth", [5_000, 100])
+def test_session_append_jsonl_nested_too_deeply_is_a_validation_error_naming_the_line_not_a_traceback(cli, depth):
+    assert cli("session", "start", "--session", "deep-1", "-o", "json").code == 0
+    lines = '{"kind": "user_message", "content": "fine"}\n' + '{"kind": "user_message", "content": "deep", "data": ' \
+        + '{"a": ' * depth + "1" + "}" * depth + "}\n"
+    result = cli("session", "append", "deep-1", "--jsonl", "-", "-o", "json", input=lines.encode())
+    assert result.code == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.json["code"] == "memory.validation"
+    assert "line 2 of jsonl is nested more than" in result.json["message"]
+    events = cli("session", "events", "deep-1", "-o", "json").json["events"]
+    assert events == []  # the batch is refused whole, the good line included: nothing half-appended
