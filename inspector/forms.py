@@ -29,7 +29,8 @@ LABELS = {
     "content": "Content (Markdown)",
 }
 # Widgets other than the one the field's type gives.
-WIDGETS = {"content": "textarea", "query": "search", "workspace": "workspace"}
+# The agent is typed or picked from the agents holding memories (a new agent's first write types its name).
+WIDGETS = {"content": "textarea", "query": "search", "workspace": "workspace", "agent_name": "agent"}
 # Never a control: the pager carries the cursor, an empty workspace select means every workspace, list pages
 # always ask for the full item, and a write's preview is its own confirmation page.
 NEVER_SHOWN = frozenset({"cursor", "all_workspaces", "detail", "dry_run", "create_workspace"})

@@ -24,6 +24,7 @@ from memory.services import (
     MemoryType,
     Origin,
     Rejected,
+    agents,
     catalog,
     decisions,
     dreams,
@@ -105,10 +106,13 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 
 def _choices() -> dict[str, Any]:
-    """The workspaces this machine knows, for the workspace select (every other choice comes from the models)."""
+    """The workspaces this machine knows, for the workspace select, and the agents holding memories anywhere, for
+    the agent field's list (every other choice comes from the models)."""
     return {
         "workspaces": workspaces.workspace_list(data=workspaces.WorkspaceListInput(), caller=CALLER).to_json()[
             "workspaces"],
+        "agents": [agent.agent_name for agent in agents.agent_list(
+            data=agents.AgentListInput(all_workspaces=True), caller=CALLER).agents],
     }
 
 

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from memory.catalog.indexer import DiskFile, entry_fields
 from memory.domain.document import check_body, normalize_body, split_frontmatter
-from memory.domain.enums import MemoryType, RequestKind
+from memory.domain.enums import MemoryType, RequestKind, Scope
 from memory.domain.errors import ValidationError
 from memory.domain.models import Candidate, Frontmatter, sha256_text, utc_now
 from memory.domain.names import memory_filename, parse_filename, validate_filename
@@ -16,6 +16,7 @@ from memory.models import CatalogEntry
 from memory.recall.package import staleness_banner
 from memory.store import files
 
+from .agents import agent_refs
 from .documents import document_get, document_missing
 from .inputs import Caller, ReadSelector, Selector, all_workspaces_field
 from .paging import cursor_field, limit_field, page_of
@@ -40,6 +41,10 @@ TYPE = ("The memory type: user (preferences, working style), feedback (correctio
 
 
 class ListInput(ReadSelector):
+    scope: Scope | None = Field(default=None, description=(
+        "Only this scope: global, workspace or agent. Omitted: every scope visible here, that is global, this "
+        "workspace and every agent's tiers (only that agent's with agent_name; an agent's own call sees only its "
+        "own). compozy memory agents lists the agents."))
     type: MemoryType | None = Field(default=None, description=(
         "Only memories of this type: user, feedback, project or reference."))
     sort: Literal["recent", "name"] = Field(default="recent", description=(
@@ -86,7 +91,16 @@ class DeleteInput(Selector):
 
 def memory_list(*, data: ListInput, caller: Caller) -> MemoryList:
     span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
-    refs = visible_refs_across(data, span.workspace_ids) if span.across else visible_refs(data, span.resolved)
+    every_agent = not data.agent_name and data.scope in (None, Scope.AGENT)
+    if every_agent and data.scope is Scope.AGENT:
+        refs = []  # scope agent with no agent named: an operator's list of every agent's tiers (below)
+    else:
+        selector = data.model_copy(update={"agent_tier": None}) if every_agent else data
+        refs = visible_refs_across(selector, span.workspace_ids) if span.across else visible_refs(selector,
+                                                                                                  span.resolved)
+    if every_agent:
+        # No agent named: an operator sees every agent's tiers too (an agent's own call sees only its own).
+        refs += agent_refs(span.workspace_ids, caller=caller, tier=data.agent_tier)
     queryset = CatalogEntry.objects.filter(root_key__in=[ref.root_key for ref in refs])
     if not data.include_system:
         queryset = queryset.filter(is_system=False)

@@ -17,7 +17,7 @@ from memory.domain.errors import (
     Rejected,
     ValidationError,
 )
-from memory.services import catalog, decisions, history, memories, promote, propose, recall, snapshots
+from memory.services import agents, catalog, decisions, history, memories, promote, propose, recall, snapshots
 from memory.services.inputs import Caller, Input
 from memory.services.results import Result
 
@@ -60,6 +60,14 @@ def reindex_progress(options: dict[str, Any]) -> dict[str, Any]:
         sys.stderr.flush()
 
     return {"progress": progress}
+
+
+def human_agents(document: dict[str, Any]) -> str:
+    if not document["agents"]:
+        return "No agent holds memories here (an agent's memories are written with --scope agent --agent <name>)."
+    rows = [(agent["agent_name"], tier["agent_tier"], tier["workspace_id"] or "-", tier["memories"])
+            for agent in document["agents"] for tier in agent["tiers"]]
+    return render.table(rows, ["agent", "tier", "workspace", "memories"])
 
 
 class TokenInput(Input):
@@ -119,6 +127,14 @@ VERBS = [
             "agent tiers, newest first. Each item carries filename, name, description, type, scope and "
             "updated_at; detail: true adds hashes, sizes and ids. Pages: pass page.next_cursor back as cursor "
             "with the same other arguments.")),
+    ),
+    Verb(
+        command=("memory", "agents"), input=agents.AgentListInput, service=agents.agent_list,
+        human=human_agents, summary="The agents holding memories here, with each tier's count.", items_key="agents",
+        routes=(Route("GET", "/api/memory/agents"),),
+        tool=Tool("compozy__memory_agents", ADMIN_TOOLSET, read_only=True, idempotent=True, description=(
+            "The agents that hold memories in this workspace or in their global tier (all_workspaces: anywhere on "
+            "this machine), each with its tiers and counts.")),
     ),
     Verb(
         command=("memory", "search"), input=recall.SearchInput, service=recall.memory_search, positionals=("query",),

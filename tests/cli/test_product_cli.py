@@ -303,3 +303,20 @@ def test_deleting_a_memory_that_does_not_exist_is_not_found_as_showing_it_is(cli
     # The one that exists is still deleted, dry run or not.
     assert cli("memory", "delete", "project_staging_db.md", "--dry-run").code == 0
     assert cli("memory", "delete", "project_staging_db.md").code == 0
+
+
+def test_a_list_names_no_agent_yet_shows_every_agents_memories_and_agents_lists_them(cli):
+    for args in (("--type", "project", "--name", "Runtime docs"),
+                 ("--scope", "agent", "--agent", "reviewer", "--type", "feedback", "--name", "Reviewer tone"),
+                 ("--scope", "agent", "--agent", "coder", "--agent-tier", "global", "--type", "user",
+                  "--name", "Coder style")):
+        written = cli("memory", "write", *args, "--description", "About it", "--content", f"{args[-1]} text.")
+        assert written.code == 0, written.stderr
+    listed = cli("memory", "list", "-o", "json")
+    assert {m["name"] for m in listed.json["memories"]} == {"Runtime docs", "Reviewer tone", "Coder style"}
+    only_agents = cli("memory", "list", "--scope", "agent", "-o", "json")
+    assert {m["name"] for m in only_agents.json["memories"]} == {"Reviewer tone", "Coder style"}
+    agents = cli("memory", "agents", "-o", "json")
+    assert agents.code == 0, agents.stderr
+    assert [(a["agent_name"], a["memories"]) for a in agents.json["agents"]] == [("coder", 1), ("reviewer", 1)]
+    assert "reviewer  workspace" in cli("memory", "agents").stdout

@@ -348,7 +348,8 @@ def test_an_unknown_inspector_address_is_a_page_and_an_unknown_api_route_stays_j
 
 
 @pytest.mark.parametrize(("url", "code", "kept"), [
-    ("/inspector/memories/?scope=agent&type=project", "memory.scope.invalid", '<option selected>agent</option>'),
+    ("/inspector/memories/?scope=global&agent_name=reviewer", "memory.scope.invalid",
+     '<option selected>global</option>'),
     ("/inspector/recall?query=runtime+docs+built&top_k=0", "memory.validation", 'value="runtime docs built"'),
     ("/inspector/decisions/?since=not-a-time&filename=kept.md", "memory.validation", 'value="kept.md"'),
     ("/inspector/events/?cursor=garbage&family=recall", "memory.validation", "<option selected>recall</option>"),
@@ -360,3 +361,21 @@ def test_a_bad_filter_shows_its_error_above_the_form_as_it_was_filled_in(browser
     assert response.status_code == 400
     assert f"<code>{code}</code>" in page and kept in page
     assert '<form method="get" class="filters"' in page
+
+
+def test_the_memories_page_shows_every_agents_memories_by_default_and_offers_the_agents_by_name(browser, ws,
+                                                                                               workspace_dir):
+    h.write(workspace_dir, name="Runtime docs", content="Docs live under site/.")
+    h.write(workspace_dir, name="Reviewer tone", type="feedback", scope="agent", agent_name="reviewer",
+            content="Keep review findings short.")
+    h.write(workspace_dir, name="Coder style", type="user", scope="agent", agent_name="coder", agent_tier="global",
+            content="Small commits.")
+    page = page_text(browser.get("/inspector/memories/"))
+    for name in ("Runtime docs", "Reviewer tone", "Coder style"):
+        assert name in page
+    assert 'list="agent_name-choices"' in page
+    assert '<option value="coder"></option><option value="reviewer"></option>' in page
+    # Choosing the agent scope without naming an agent lists every agent's memories, not an error.
+    agents_only = page_text(browser.get("/inspector/memories/?scope=agent"))
+    assert "Reviewer tone" in agents_only and "Coder style" in agents_only and "Runtime docs" not in agents_only
+    assert "memory.scope.invalid" not in agents_only
