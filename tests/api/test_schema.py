@@ -211,3 +211,21 @@ def test_every_extractor_route_answers_in_its_documented_shape(server, schema):
               for operation in (replay, by_path)]
     assert [set(schema["components"]["schemas"][name]["properties"]) for name in bodies] == [
         {"session_id"}, {"failure"}]
+
+
+def test_every_operation_has_its_own_id_named_after_its_command(schema):
+    ids = [operation["operationId"] for item in schema["paths"].values() for operation in item.values()
+           if isinstance(operation, dict) and "operationId" in operation]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+    assert schema["paths"]["/api/sessions"]["get"]["operationId"] == "session_list"
+    assert schema["paths"]["/api/memory"]["get"]["operationId"] == "memory_list"
+    assert schema["paths"]["/api/import/claude-code"]["post"]["operationId"] == "import_claude_code"
+
+
+def test_generating_the_schema_warns_of_nothing():
+    from drf_spectacular.drainage import GENERATOR_STATS
+    from drf_spectacular.generators import SchemaGenerator
+
+    GENERATOR_STATS.reset()
+    SchemaGenerator().get_schema(request=None, public=True)
+    assert not GENERATOR_STATS._warn_cache and not GENERATOR_STATS._error_cache
