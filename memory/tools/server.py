@@ -167,7 +167,11 @@ def build_server(session: Session, toolsets: tuple[str, ...] = (AGENT_TOOLSET,),
                  registry: ToolRegistry | None = None) -> MCPServer:
     registry = registry or build_registry(session)
     specs = [spec for toolset in toolsets for spec in registry.in_toolset(toolset)]
-    server = MCPServer(name="compozy-memory", tools=[spec.tool for spec in specs if spec.tool is not None],
+    from compozy.cli import version
+
+    # The product's version in the initialize answer, so an agent's client can say what it talks to.
+    server = MCPServer(name="compozy-memory", version=version(),
+                       tools=[spec.tool for spec in specs if spec.tool is not None],
                        instructions=(
                            "Durable memory for this workspace. Search before asking; propose memories the user will "
                            "want in later sessions; the write controller decides and logs every change."))

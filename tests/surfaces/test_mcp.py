@@ -28,7 +28,7 @@ ADMIN_TOOLS = {"compozy__memory_health", "compozy__memory_admin_history", "compo
                "compozy__memory_extractor_status", "compozy__memory_extractor_list_failures",
                "compozy__memory_extractor_replay", "compozy__memory_extractor_drain", "compozy__session_show",
                "compozy__session_events", "compozy__session_history", "compozy__session_list",
-               "compozy__session_resume"}
+               "compozy__session_resume", "compozy__memory_agents", "compozy__import_claude_code"}
 
 
 def call(server, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
@@ -65,6 +65,17 @@ def test_the_toolsets_hold_exactly_their_tools_and_no_forbidden_name(server):
     for tool in listed:
         assert tool.description and len(tool.description) > 40
         assert tool.input_schema["type"] == "object"
+
+
+def test_the_server_says_which_product_and_version_it_is(server):
+    from compozy.cli import version
+
+    async def go():
+        async with Client(server) as client:
+            return client.server_info
+
+    info = asyncio.run(go())
+    assert info.name == "compozy-memory" and info.version == version() and info.version not in ("", "unknown")
 
 
 def test_a_provider_tool_claiming_a_reserved_name_is_refused_and_recorded(home):
