@@ -50,6 +50,18 @@ class Selector(Input):
         "left out by default."))
 
 
+class WriteSelector(Selector):
+    """A selector of a write: its help says where leaving a field out puts the memory, not what a read would see
+    (the inspector's New memory form and `memory write --help` show it)."""
+
+    scope: Scope | None = Field(default=None, description=(
+        "Where the memory goes: global, workspace or agent. Omitted: the memory type picks it, project and "
+        "reference going to the workspace, and user and feedback to global for an operator, to the agent's "
+        "workspace tier for an agent (an agent never writes global by default)."))
+    agent_name: str | None = Field(default=None, description=(
+        "The agent whose memory this is: needed with scope agent, not allowed with another scope."))
+
+
 class ReadSelector(Selector):
     """A selector of a read over every visible scope (list, search, snapshot): its scope is a filter, so its help
     says what leaving it out reads, not where a write would go."""

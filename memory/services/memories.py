@@ -18,7 +18,7 @@ from memory.store import files
 
 from .agents import agent_refs
 from .documents import document_get, document_missing
-from .inputs import Caller, ReadSelector, Selector, all_workspaces_field
+from .inputs import Caller, ReadSelector, Selector, WriteSelector, all_workspaces_field
 from .paging import cursor_field, limit_field, page_of
 from .resolution import narrowed_to_global, resolve, resolve_span
 from .results import (
@@ -61,7 +61,7 @@ class ShowInput(Selector):
     filename: str = Field(description=FILENAME)
 
 
-class WriteInput(Selector):
+class WriteInput(WriteSelector):
     type: MemoryType | None = Field(default=None, description=TYPE + " Required unless the content's own "
                                     "frontmatter gives it.")
     name: str | None = Field(default=None, description=(

@@ -183,3 +183,13 @@ def test_a_field_added_to_an_input_model_is_a_control_on_its_page_and_reaches_th
     form, texts = controls_of(client.get("/inspector/memories/new").content.decode(), "Write a memory")
     assert form["pin"]["type"] == "checkbox"
     assert texts[form["pin"]["describedby"]] == "Keep this memory at the top of its index."
+
+
+def test_the_new_memory_forms_help_says_where_a_write_goes_and_nothing_about_reads(client):
+    page = client.get("/inspector/memories/new").content.decode()
+    parser = Controls()
+    parser.feed(page)
+    helps = {name: parser.texts.get(control["describedby"] or "", "")
+             for form in parser.forms for name, control in form["controls"].items()}
+    assert helps["scope"].startswith("Where the memory goes")
+    assert not [name for name, text in helps.items() if "read" in text.lower()]
