@@ -16,6 +16,7 @@ DEFAULT_VIEWS = {
     "decisions": "/inspector/decisions/",
     "events": "/inspector/events/",
     "snapshots": "/inspector/snapshots/",
+    "sessions": "/inspector/sessions/",
     "recall": "/inspector/recall",
 }
 WIDTHS = (1280, 390)
