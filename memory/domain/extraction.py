@@ -316,6 +316,26 @@ def memory_slot(memory: ExtractedMemory) -> str:
     return f"{entity} {memory.attribute}".strip()
 
 
+# Words a person writes in capitals; a memory's name is read in the index, so "Staging url" reads as a typo.
+ACRONYMS = frozenset({"api", "aws", "ci", "cd", "cli", "cpu", "css", "db", "dns", "e2e", "gcp", "gpu", "html", "http",
+                      "https", "id", "ip", "jwt", "k8s", "llm", "mcp", "orm", "os", "pr", "qa", "sdk", "sql", "ssh",
+                      "ssl", "tls", "ui", "url", "uri", "ux", "vm", "vpn"})
+# Slot words that say what kind of statement it is, not what it is about: the name puts them first, as a label.
+KINDS = frozenset({"preference", "instruction", "identity"})
+
+
+def display_name(slot: str) -> str:
+    """A memory's name from its slot: `staging url` → "Staging URL", `preference explain root cause` →
+    "Preference: explain root cause"."""
+    words = [word.upper() if word.lower() in ACRONYMS else word for word in slot.split()]
+    if not words:
+        return slot
+    head = words[0][:1].upper() + words[0][1:]
+    if words[0].lower() in KINDS and len(words) > 1:
+        return f"{head}: {' '.join(words[1:])}"
+    return " ".join([head, *words[1:]])
+
+
 def _description(content: str) -> str:
     if len(content) <= MAX_DESCRIPTION_CHARS:
         return content
@@ -343,7 +363,7 @@ def candidate_from_staged(staged: StagedCandidate) -> Candidate:
         ref = ScopeRef(scope=Scope.AGENT, agent_name=source.agent_name, agent_tier=memory.agent_tier,
                        workspace_id=source.workspace_id if memory.agent_tier is AgentTier.WORKSPACE else "")
     front = Frontmatter(
-        name=slot[:1].upper() + slot[1:],
+        name=display_name(slot),
         description=_description(memory.content),
         type=memory.type,
         scope=memory.scope,

@@ -224,3 +224,26 @@ def test_a_missed_turn_is_classified_by_its_closest_sentence():
     assert miss_reason("Thanks so much! See you soon.") == "small_talk"
     assert miss_reason("What did you do?") == "question"
     assert miss_reason("The weather was lovely in the park.") == "no_first_person"
+
+
+@pytest.mark.parametrize(("slot", "name"), [
+    ("staging url", "Staging URL"),
+    ("preference explain root cause", "Preference: explain root cause"),
+    ("ci", "CI"),
+    ("editor", "Editor"),
+    ("api base path", "API base path"),
+])
+def test_an_extracted_memory_is_named_as_a_person_would_write_it(slot, name):
+    from memory.domain.extraction import display_name
+
+    assert display_name(slot) == name
+
+
+def test_the_candidate_of_a_staged_preference_carries_its_readable_name():
+    staged = StagedCandidate.model_validate({
+        "source": {"session": "s-1", "root_session": "s-1", "from_seq": 1, "until_seq": 1},
+        "memory": {"type": "user", "scope": "global", "agent_tier": None, "content": "I prefer the root cause first.",
+                   "evidence": [1], "entity": "user", "attribute": "preference explain root cause"}})
+    candidate = candidate_from_staged(staged)
+    assert candidate.frontmatter.name == "Preference: explain root cause"
+    assert candidate.target_filename == "user_preference_explain_root_cause.md"
