@@ -144,8 +144,12 @@ def _main(args: list[str]) -> None:
     if args[0].startswith("-"):
         parser.parse_args(args)  # --help and --version print and exit; anything else is a usage error
         return
-    sys.stderr.write(f"compozy: unknown command {args[0]!r}. Run `compozy --help` for the commands; Django's own "
-                     "management commands are under `python manage.py`.\n")
+    from compozy.command import did_you_mean
+
+    close = did_you_mean(args[0], [*apps, "completion"])
+    hint = f" (did you mean {close!r}?)" if close else ""
+    sys.stderr.write(f"compozy: unknown command {args[0]!r}{hint}. Run `compozy --help` for the commands; Django's "
+                     "own management commands are under `python manage.py`.\n")
     sys.exit(2)
 
 

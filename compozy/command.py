@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,9 @@ class ProductParser(CommandParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise ValidationError(f"{self.prog}: {message}", details={"reason": "usage"})
+        close = did_you_mean(message)
+        hint = f"; did you mean {close!r}?" if close else ""
+        raise ValidationError(f"{self.prog}: {message}{hint}", details={"reason": "usage", "did_you_mean": close})
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         # A flag generated from a model field keeps its choices for help and completion, but the model is what
@@ -40,6 +43,23 @@ class ProductParser(CommandParser):
         if getattr(action, "model_field", False):
             return
         super()._check_value(action, value)
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+def did_you_mean(message: str, choices: list[str] | None = None) -> str | None:
+    """The choice closest to what was typed, for an argparse invalid-choice message (Python 3.11's argparse offers
+    none) or, with `choices`, for `message` itself; None when nothing is close."""
+    import difflib
+
+    found = _INVALID_CHOICE.search(message)
+    if found is None and choices is None:
+        return None
+    word = found.group(1) if found else message
+    options = choices if choices is not None else re.findall(r"'([^']*)'", found.group(2))  # type: ignore[union-attr]
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def output_from_argv(argv: list[str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -60,13 +61,33 @@ def human_json(document: dict[str, Any]) -> str:
     return json.dumps(document, ensure_ascii=False, indent=2)
 
 
+# Where a one-word field name in a message is the field itself ("set workspace", "Missing name in the request"),
+# not an ordinary word of the sentence ("a workspace"): the words just before it.
+_FIELD_CONTEXT = r"\b(set|with|give|needs|Missing|Invalid|as) "
+
+
+def cli_message(message: str, flags: dict[str, str]) -> str:
+    """A message in the CLI's own words: the fields it names become the flags that set them ("Scope agent needs
+    --agent", "set --workspace"). The JSON document keeps the field names every surface shares."""
+    frontmatter = re.fullmatch(r"Missing (\w+) in the frontmatter\.", message)
+    if frontmatter and frontmatter.group(1) in flags:
+        field = frontmatter.group(1)
+        return f"Missing {flags[field]} (or {field}: in the content's frontmatter)."
+    for field, flag in sorted(flags.items(), key=lambda item: -len(item[0])):
+        if "_" in field:  # agent_name, create_workspace: identifiers, never ordinary words
+            message = re.sub(rf"\b{re.escape(field)}\b", flag, message)
+        else:
+            message = re.sub(rf"{_FIELD_CONTEXT}{re.escape(field)}\b(?!-)", rf"\1 {flag}", message)
+    return message
+
+
 def emit_error(error: dict[str, Any], output: str, flags: dict[str, str] | None = None) -> None:
     """Messages name fields, as on every surface; the CLI adds the flag that sets the field."""
     if output in ("json", "jsonl"):
         sys.stdout.write(_json(error, indent=2 if output == "json" else None) + "\n")
         return
     details = error.get("details") or {}
-    lines = [f"error: {error['message']}", f"  code: {error['code']}"]
+    lines = [f"error: {cli_message(error['message'], flags or {})}", f"  code: {error['code']}"]
     rules = details.get("rules")
     if rules:
         lines.append(f"  rules: {', '.join(rules)}")

@@ -54,7 +54,7 @@ def test_an_error_names_the_field_and_the_cli_adds_its_flag(cli):
     result = cli("memory", "write", "--scope", "agent", "--type", "feedback", "--name", "x", "--description", "y",
                  "--content", "Agent memory without an agent.")
     assert result.code == 2
-    assert "agent_name" in result.stderr and "(--agent)" in result.stderr
+    assert "error: Scope agent needs --agent." in result.stderr and "field: agent_name (--agent)" in result.stderr
     as_json = cli("memory", "write", "--scope", "agent", "--type", "feedback", "--name", "x", "--description", "y",
                   "--content", "Agent memory without an agent.", "-o", "json").json
     assert as_json["code"] == "memory.scope.invalid" and "--" not in as_json["message"]
@@ -320,3 +320,24 @@ def test_a_list_names_no_agent_yet_shows_every_agents_memories_and_agents_lists_
     assert agents.code == 0, agents.stderr
     assert [(a["agent_name"], a["memories"]) for a in agents.json["agents"]] == [("coder", 1), ("reviewer", 1)]
     assert "reviewer  workspace" in cli("memory", "agents").stdout
+
+
+def test_cli_errors_name_the_cli_flags_and_the_document_keeps_the_field_names(cli, tmp_path):
+    missing_name = cli("memory", "write", "--type", "project", "--description", "d", "--content", "Body.")
+    assert "error: Missing --name (or name: in the content's frontmatter)." in missing_name.stderr
+    outside = cli("memory", "write", "--type", "project", "--name", "X", "--description", "d", "--content", "Body.",
+                  "--workspace", str(tmp_path))
+    assert "name the directory as --workspace with --create-workspace" in outside.stderr
+    assert "create_workspace" not in outside.stderr.splitlines()[0]
+    mixed = cli("memory", "list", "--scope", "global", "--agent", "bob")
+    assert "error: --agent and --agent-tier are only allowed with --scope agent." in mixed.stderr
+    as_json = cli("memory", "list", "--scope", "global", "--agent", "bob", "-o", "json").json
+    assert as_json["message"] == "agent_name and agent_tier are only allowed with scope agent."
+
+
+def test_a_mistyped_verb_or_command_gets_a_did_you_mean(cli):
+    verb = cli("memory", "serach", "foo")
+    assert verb.code == 2 and "did you mean 'search'?" in verb.stderr
+    assert cli("memory", "serach", "foo", "-o", "json").json["details"]["did_you_mean"] == "search"
+    command = cli("memroy", "list")
+    assert command.code == 2 and "did you mean 'memory'?" in command.stderr
