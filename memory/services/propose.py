@@ -13,10 +13,10 @@ from memory.domain.document import check_body, normalize_body
 from memory.domain.enums import EventOp, MemoryType, Origin, RequestKind, Scope
 from memory.domain.errors import Rejected, ValidationError
 from memory.domain.models import Candidate, Frontmatter, canonical_json, sha256_text, utc_now
-from memory.domain.names import ad_hoc_filename, parse_filename, validate_filename
+from memory.domain.names import ad_hoc_filename, memory_filename, parse_filename, validate_filename
 from memory.domain.scanner import scan
 
-from .documents import document_find
+from .documents import document_find, document_missing
 from .inputs import Caller, Input, Selector
 from .memories import DeleteInput, WriteInput, memory_delete, memory_write
 from .resolution import resolve
@@ -51,10 +51,11 @@ class Operation(BaseModel):
 
 
 class ProposeInput(Selector):
-    operation: Literal["add", "update", "delete", "batch"] = Field(description=(
+    operation: Literal["add", "update", "delete", "batch"] | None = Field(default=None, description=(
         "What to do. add: a new memory (type, name, description, content). update: new content for a memory "
-        "(filename, or the same name and type). delete: remove a memory (filename). batch: apply operations to "
-        "the one document named by filename, atomically (operation may be left out when operations is given)."))
+        "(filename, or the same name and type; name, type and description are kept unless given). delete: remove "
+        "a memory (filename). batch: apply operations to the one document named by filename, atomically. Left "
+        "out: batch when operations is given, otherwise required."))
     filename: str | None = Field(default=None, description=(
         "The document to change, as listed (such as project_release_process.md). Needed for delete and for a "
         "batch of operations."))
@@ -74,6 +75,9 @@ class ProposeInput(Selector):
         "together as one decision or none does. Cannot be combined with operation or content."))
     dry_run: bool = Field(default=False, description="Decide without writing: the decision is returned and "
                           "nothing changes.")
+    trace: bool = Field(default=False, description=(
+        "Include the controller's rule trace (rule_trace, llm_trace) in the decision: why it decided what it did. "
+        "Left out by default to keep the answer short."))
 
     @model_validator(mode="before")
     @classmethod
@@ -89,6 +93,8 @@ class ProposeInput(Selector):
             raise ValueError("operations cannot be mixed with operation add, update or delete, or with content")
         if self.operation == "batch" and self.operations is None:
             raise ValueError("operation batch needs operations")
+        if self.operation is None:
+            raise ValueError("give operation (add, update, delete) or operations")
         return self
 
 
@@ -140,22 +146,38 @@ def memory_propose(*, data: ProposeInput, caller: Caller) -> ProposeResult:
         else:
             fields = {"type": data.type, "name": data.name, "description": data.description,
                       "content": data.content or "", "dry_run": data.dry_run}
-            if data.operation == "update" and data.filename:
+            if data.operation == "update":
                 fields = _fill_from_existing(data, selectors, caller, fields)
             result = memory_write(data=WriteInput.parse({**selectors, **fields}), caller=caller)
-        return ProposeResult(**result.to_json())
-    return _batch(data, selectors, caller)
+        return _brief(ProposeResult(**result.to_json()), trace=data.trace)
+    return _brief(_batch(data, selectors, caller), trace=data.trace)
+
+
+def _brief(result: ProposeResult, *, trace: bool) -> ProposeResult:
+    """An agent's answer without the 1-2 KB rule trace, unless it asked for it (`decisions show` has it too)."""
+    if trace:
+        return result
+    return result.model_copy(update={"decision": result.decision.model_copy(update={"rule_trace": [],
+                                                                                     "llm_trace": None})})
 
 
 def _fill_from_existing(data: ProposeInput, selectors: dict[str, Any], caller: Caller,
                         fields: dict[str, Any]) -> dict[str, Any]:
-    filename = validate_filename(data.filename or "")
+    """An update changes what it gives and keeps the rest of the memory it names (by filename, or by the type and
+    name its filename comes from); updating a memory that does not exist is memory.not_found, not an add."""
+    if data.filename:
+        filename = validate_filename(data.filename)
+    elif data.type is not None and data.name:
+        filename = memory_filename(data.type, data.name)
+    else:
+        raise ValidationError("An update names its memory: filename, or type and name.",
+                              details={"field": "filename", "reason": "update_target"})
     memory_type, _slug = parse_filename(filename)
     resolved = resolve(Selector.parse(selectors), caller)
     ref = resolve_ref(Selector.parse(selectors), memory_type, resolved)
     stored = document_find(resolved.root(ref), filename)
     if stored is None:
-        return fields
+        raise document_missing(filename, ref)
     current = stored.document.frontmatter
     return {**fields, "type": fields["type"] or current.type, "name": fields["name"] or current.name,
             "description": fields["description"] or current.description}

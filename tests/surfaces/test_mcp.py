@@ -250,3 +250,42 @@ def test_compozy_mcp_runs_over_stdio_and_answers_a_tool_call(cli):
     assert not result.is_error, result.content
     assert result.structured_content["decision"]["op"] == "add"
     assert (cli.cwd / ".compozy" / "memory" / "project_over_stdio.md").is_file()
+
+
+def test_propose_updates_by_name_keep_the_rest_and_a_missing_memory_is_not_found(server, workspace_dir):
+    error, added = call(server, "compozy__memory_propose", {
+        "operation": "add", "type": "project", "name": "Deploy Target", "description": "Where production deploys",
+        "content": "Production deploys to Fly.io."})
+    assert not error, added
+    # An update by name and type, with content only: the description is kept, not demanded.
+    error, updated = call(server, "compozy__memory_propose", {
+        "operation": "update", "type": "project", "name": "Deploy Target", "content": "Production deploys to Render."})
+    assert not error, updated
+    assert updated["decision"]["op"] == "update"
+    assert updated["decision"]["target_filename"] == added["decision"]["target_filename"]
+    # An update of a memory that is not there is not found, whether named by file or by name.
+    error, missing = call(server, "compozy__memory_propose", {
+        "operation": "update", "filename": "project_not_there.md", "content": "Anything."})
+    assert error and missing["code"] == "memory.not_found"
+    error, missing = call(server, "compozy__memory_propose", {
+        "operation": "update", "type": "project", "name": "Not There", "content": "Anything."})
+    assert error and missing["code"] == "memory.not_found"
+
+
+def test_a_proposes_answer_is_short_unless_the_agent_asks_for_the_rule_trace(server, workspace_dir):
+    error, brief = call(server, "compozy__memory_propose", {
+        "operation": "add", "type": "project", "name": "Queue", "description": "The job queue",
+        "content": "Jobs run on the django-q2 ORM broker."})
+    assert not error and brief["decision"]["rule_trace"] == [] and brief["decision"]["llm_trace"] is None
+    assert len(json.dumps(brief)) < 1000
+    error, traced = call(server, "compozy__memory_propose", {
+        "operation": "add", "type": "project", "name": "Cache", "description": "The cache",
+        "content": "The cache is Redis on port 6380.", "trace": True})
+    assert not error and [entry["name"] for entry in traced["decision"]["rule_trace"]][:2] == ["normalize", "scan"]
+
+
+def test_the_propose_schema_requires_operation_only_when_no_operations_are_given(server):
+    [propose] = [tool for tool in tools(server) if tool.name == "compozy__memory_propose"]
+    assert "operation" not in propose.input_schema.get("required", [])
+    error, refused = call(server, "compozy__memory_propose", {"type": "project", "name": "X", "content": "Y."})
+    assert error and refused["code"] == "memory.validation"

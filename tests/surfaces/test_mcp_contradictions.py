@@ -10,8 +10,9 @@ from tests.surfaces.test_mcp_agent import session
 
 
 def propose(name: str, description: str, content: str) -> tuple[str, dict]:
+    # trace: these tests read why the controller decided (an agent's answer leaves the rule trace out otherwise).
     return ("compozy__memory_propose", {"operation": "add", "type": "project", "name": name,
-                                        "description": description, "content": content})
+                                        "description": description, "content": content, "trace": True})
 
 
 @pytest.fixture

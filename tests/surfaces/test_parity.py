@@ -156,7 +156,8 @@ class McpSurface:
                 for verb, args in steps:
                     arguments = dict(args(results)) if callable(args) else dict(args)
                     if verb == "write":
-                        name, arguments = "compozy__memory_propose", {"operation": "add", **arguments}
+                        # With its rule trace, as the CLI and HTTP write results carry it.
+                        name, arguments = "compozy__memory_propose", {"operation": "add", "trace": True, **arguments}
                     else:
                         name = declared(verb).tool.name
                     results.append(tool_document(await client.call_tool(name, arguments)))
