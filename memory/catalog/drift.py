@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from memory.domain.document import parse_document
+from memory.domain.document import Limits, check_body, parse_document
 from memory.domain.errors import DOCUMENT_ERRORS, ValidationError
 from memory.domain.models import sha256_text
 from memory.domain.names import INDEX_FILENAME
@@ -31,12 +31,17 @@ class RootDrift:
         return not (self.unindexed or self.orphaned or self.modified or self.invalid)
 
 
-def invalid_reason(root: Path, filename: str) -> str | None:
+def invalid_reason(root: Path, filename: str, limits: Limits | None = None) -> str | None:
+    """Why the file is not a valid memory document (unreadable, a link, broken, or over the size caps), or None."""
     try:
         raw = files.read_bytes(root, filename)
         if raw is None:
             return None
-        parse_document(raw.decode("utf-8"))
+        document = parse_document(raw.decode("utf-8"))
+        if limits is not None:
+            # A hand edit is held to the caps a controller-authored body is: an oversized file is as invalid as a
+            # broken one, so it is never indexed, recalled or injected.
+            check_body(document.body, limits, allow_empty=True)
     except UnicodeDecodeError:
         return "encoding"
     except DOCUMENT_ERRORS as exc:
@@ -63,7 +68,8 @@ def _catalog_hash(root_key: str, filename: str) -> str:
     return row[0] if row else ""
 
 
-def drift_for_root(root_key: str, root: Path, *, include_system: bool = False) -> RootDrift:
+def drift_for_root(root_key: str, root: Path, *, include_system: bool = False,
+                   limits: Limits | None = None) -> RootDrift:
     report = RootDrift(root_key)
     catalog = _catalog_state(root_key, include_system=include_system)
     listing = files.scan_root(root, include_system=include_system, with_stat=True)
@@ -80,8 +86,12 @@ def drift_for_root(root_key: str, root: Path, *, include_system: bool = False) -
         report.invalid.append({"filename": INDEX_FILENAME, "reason": files.SYMLINK_REASON})
     for filename, stat in listing.documents.items():
         known = catalog.get(filename)
+        if filename in listing.links:
+            # A link in place of a memory (indexed or not) is drift to report, never a reason to fail the report.
+            report.invalid.append({"filename": filename, "reason": files.SYMLINK_REASON})
+            continue
         if known is None:
-            reason = invalid_reason(root, filename)
+            reason = invalid_reason(root, filename, limits)
             if reason:
                 report.invalid.append({"filename": filename, "reason": reason})
             else:
@@ -89,9 +99,13 @@ def drift_for_root(root_key: str, root: Path, *, include_system: bool = False) -
         elif stat is None:
             report.orphaned.append(filename)
         elif stat != known:
-            raw = files.read_bytes(root, filename) or b""
+            try:
+                raw = files.read_bytes(root, filename) or b""
+            except ValidationError as exc:  # a link or a FIFO put there since the listing
+                report.invalid.append({"filename": filename, "reason": str(exc.details.get("reason", "invalid"))})
+                continue
             if sha256_text(raw.decode("utf-8", "replace")) != _catalog_hash(root_key, filename):
-                reason = invalid_reason(root, filename)
+                reason = invalid_reason(root, filename, limits)
                 if reason:
                     report.invalid.append({"filename": filename, "reason": reason})
                 else:

@@ -14,7 +14,7 @@ from compozy.config import Config
 from memory.catalog import sql
 from memory.catalog.drift import invalid_reason
 from memory.catalog.queries import RootCatalogView
-from memory.domain.document import Document, parse_document, render_document
+from memory.domain.document import Document, Limits, parse_document, render_document
 from memory.domain.enums import MUTATING_OPS, ControllerMode, Op, Origin
 from memory.domain.errors import DOCUMENT_ERRORS, Conflict
 from memory.domain.models import Candidate, Frontmatter, Provenance, format_timestamp, sha256_text, utc_now
@@ -117,8 +117,9 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
         target = candidate.target_filename or ""
         if target:
             # A hand edit of the target since the last reindex is recorded first, so prior_content is true.
-            invalid = (invalid_reason(root, target) if dry_run
-                       else reconcile_file(candidate.ref, root, target).invalid_reason)
+            limits = Limits(config.memory.file.max_lines, config.memory.file.max_bytes)
+            invalid = (invalid_reason(root, target, limits) if dry_run
+                       else reconcile_file(candidate.ref, root, target, limits).invalid_reason)
             if invalid:
                 raise Conflict(
                     f"{target} on disk is not a valid memory file ({invalid}); it is never overwritten. "

@@ -28,7 +28,7 @@ from memory.catalog.indexer import (
     upsert_rows,
 )
 from memory.catalog.vectors import fill_missing
-from memory.domain.document import Document, parse_document
+from memory.domain.document import Document, Limits, check_body, parse_document
 from memory.domain.enums import Op, Origin
 from memory.domain.errors import DOCUMENT_ERRORS
 from memory.domain.models import ScopeRef, canonical_json, format_timestamp, sha256_text, utc_now
@@ -106,7 +106,7 @@ def external_decision(ref: ScopeRef, filename: str, text: str | None, document: 
     )
 
 
-def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
+def reconcile_file(ref: ScopeRef, root: Path, filename: str, limits: Limits | None = None) -> ReconcileResult:
     """Record a hand edit of one file, if there is one. Called under the write lock."""
     path = files.safe_path(root, filename)
     with sql.cursor() as cursor:
@@ -123,7 +123,10 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
         return ReconcileResult()
     text: str | None = None
     document: Document | None = None
-    found = files.read_path(path, filename) if stat is not None else None
+    try:
+        found = files.read_path(path, filename) if stat is not None else None
+    except DOCUMENT_ERRORS as exc:  # a FIFO, a device or a link under a memory name: reported, never read
+        return ReconcileResult(invalid_reason=str(exc.details.get("reason", "invalid")))
     if found is not None:
         try:
             text = found[0].decode("utf-8")
@@ -133,8 +136,10 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str) -> ReconcileResult:
             return ReconcileResult()
         try:
             document = parse_document(text)
+            if limits is not None:
+                check_body(document.body, limits, allow_empty=True)
         except DOCUMENT_ERRORS as exc:
-            # A broken hand edit is reported by health, never overwritten or deleted.
+            # A broken or oversized hand edit is reported by health, never overwritten, deleted or indexed.
             return ReconcileResult(invalid_reason=str(exc.details.get("reason", "invalid")))
     prior = last_known_contents(ref.root_key, [filename]).get(filename)
     decision = external_decision(ref, filename, text, document, prior, had_row=entry is not None)
@@ -153,6 +158,7 @@ def _previous_rows(ref: ScopeRef, filenames: list[str]) -> list[Row]:
 
 
 def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, rebuild: bool = False,
+                 limits: Limits | None = None,
                  progress: Progress | None = None, done_before: int = 0, total: int = 0) -> RootReindex:
     """Re-derive every row of a root from its files; write only the rows that differ (all of them with
     `rebuild`). Must be called under the write lock."""
@@ -188,6 +194,8 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
         try:
             text = data.decode("utf-8")
             document = parse_document(text)
+            if limits is not None:
+                check_body(document.body, limits, allow_empty=True)
             row = entry_row(ref, DiskFile(filename, text, digest, len(data), stat.st_mtime_ns), document)
         except DOCUMENT_ERRORS as exc:
             report.invalid.append({"filename": filename, "reason": str(exc.details.get("reason", "invalid"))})

@@ -27,6 +27,7 @@ from pathlib import Path
 from django.db import close_old_connections, connection
 
 from compozy.config import compozy_home, get_config
+from memory.domain.document import Limits
 from memory.domain.enums import AgentTier, Scope
 from memory.domain.models import ScopeRef
 from memory.domain.names import is_memory_document_name
@@ -191,7 +192,8 @@ class Watcher:
             try:
                 config = get_config(None)
                 with exclusive(config):
-                    result = reconcile_file(root.ref, root.path, filename)
+                    result = reconcile_file(root.ref, root.path, filename,
+                                            Limits(config.memory.file.max_lines, config.memory.file.max_bytes))
             except Exception:  # noqa: BLE001 - one bad file must not stop the watcher
                 _log.exception("reconciling %s in %s failed", filename, root_key)
                 continue

@@ -16,6 +16,7 @@ from memory.catalog.vectors import model_id, vector_state
 from memory.controller.core import exclusive
 from memory.controller.events import event_record
 from memory.controller.reconcile import reindex_root
+from memory.domain.document import Limits
 from memory.domain.enums import EventOp, Scope
 from memory.domain.models import ScopeRef
 from memory.models import CatalogEntry, Consolidation, Decision, Event, Workspace
@@ -44,6 +45,7 @@ class _Totals:
     """Drift summed over the roots a health report checks."""
 
     include_system: bool
+    limits: Limits | None = None
     global_files: int = 0
     workspace_files: int = 0
     indexed: int = 0
@@ -62,7 +64,7 @@ class _Totals:
         self.chunks += state.chunks
         self.missing_vectors += state.missing
         self.other_model += state.other_model
-        report = drift_for_root(ref.root_key, root, include_system=self.include_system)
+        report = drift_for_root(ref.root_key, root, include_system=self.include_system, limits=self.limits)
         by_type = self.file_counts.setdefault(ref.scope.value, {})
         for memory_type, count in report.files_by_type.items():
             by_type[memory_type] = by_type.get(memory_type, 0) + count
@@ -83,7 +85,7 @@ class _Totals:
 
 def health_get(*, data: HealthInput, caller: Caller) -> Health:
     span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
-    totals = _Totals(include_system=data.include_system)
+    totals = _Totals(include_system=data.include_system, limits=span.resolved.limits)
     shared = administered_refs_across([])  # global and every agent's global tier
     for ref in shared:
         totals.check(ref, store_roots.root_path(ref, None))
@@ -193,6 +195,7 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
     with exclusive(span.config):
         for ref, root in roots:
             report = reindex_root(ref, root, include_system=data.include_system, rebuild=data.rebuild,
+                                  limits=span.resolved.limits,
                                   progress=progress,
                                   done_before=done, total=total)
             done += report.files

@@ -296,6 +296,7 @@ class RootListing:
     documents: dict[str, tuple[int, int] | None] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
     others: list[str] = field(default_factory=list)
+    links: set[str] = field(default_factory=set)  # documents that are symlinks (never read; health reports them)
 
 
 def scan_root(root: Path, *, include_system: bool = False, with_stat: bool = False) -> RootListing:
@@ -326,6 +327,8 @@ def scan_root(root: Path, *, include_system: bool = False, with_stat: bool = Fal
                         others.append(name)
                         continue
                     kinds[name] = kind
+                    if entry.is_symlink():
+                        listing.links.add(name)
                     if with_stat:
                         try:
                             stat = entry.stat()
