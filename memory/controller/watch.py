@@ -79,6 +79,15 @@ def watched_name(name: str) -> bool:
     return not name.startswith(".") and is_memory_document_name(name)
 
 
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """(size, mtime, inode) without following a link or opening the file (a FIFO never blocks a stat)."""
+    try:
+        stat = os.lstat(path)
+    except OSError:
+        return None
+    return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+
 class Debouncer:
     """Collects changed files; a file is due once quiet for `quiet_s`, or `max_delay_s` after its first change."""
 
@@ -124,6 +133,10 @@ class Watcher:
         self._observer = None
         self._watches: dict[str, object] = {}
         self._listings: dict[str, dict[str, tuple[int, int] | None]] = {}
+        # Files found invalid, by (root, name), with the (size, mtime, inode) they had then: the same file is not
+        # read or logged again until it changes (a FIFO named project_x.md was 1,492 tracebacks, a broken file a
+        # warning three times a second for ever).
+        self._invalid: dict[tuple[str, str], tuple[int, int, int] | None] = {}
         self.decisions = 0
 
     # --- the root set ----------------------------------------------------------------------------------------
@@ -187,7 +200,13 @@ class Watcher:
     def reconcile_due(self) -> None:
         for root_key, filename in self.debouncer.due():
             root = self.roots.get(root_key)
-            if root is None or self._unchanged(root, filename):
+            if root is None:
+                continue
+            signature = _signature(root.path / filename)
+            if self._invalid.get((root_key, filename), False) == signature:
+                continue  # reported already, unchanged since
+            self._invalid.pop((root_key, filename), None)
+            if self._unchanged(root, filename):
                 continue
             try:
                 config = get_config(None)
@@ -198,6 +217,7 @@ class Watcher:
                 _log.exception("reconciling %s in %s failed", filename, root_key)
                 continue
             if result.invalid_reason:
+                self._invalid[(root_key, filename)] = signature
                 _log.warning("%s in %s is not a valid memory file (%s); left as it is", filename, root_key,
                              result.invalid_reason)
             if result.decision is not None:
@@ -210,9 +230,9 @@ class Watcher:
         """The file still has its catalog row's size and mtime (the controller's own writes, mostly): nothing to
         record, and no need to take the write lock to find that out. reconcile_file checks again under it."""
         try:
-            stat = os.stat(root.path / filename)
+            stat = os.lstat(root.path / filename)
             seen: tuple[int, int] | None = (stat.st_size, stat.st_mtime_ns)
-        except FileNotFoundError:
+        except OSError:
             seen = None
         with connection.cursor() as cursor:
             cursor.execute("SELECT size, mtime_ns FROM memory_catalog_entries WHERE root_key = %s AND filename = %s",
@@ -235,7 +255,9 @@ class Watcher:
 
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event) -> None:  # noqa: ANN001
-                if event.is_directory:
+                # Opening and closing without writing change nothing; the watcher's own reads make them, and
+                # counting them re-read every invalid file about three times a second.
+                if event.is_directory or event.event_type in ("opened", "closed_no_write"):
                     return
                 watcher.path_changed(os.fsdecode(event.src_path))
                 dest = getattr(event, "dest_path", "")

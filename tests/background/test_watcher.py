@@ -155,3 +155,37 @@ def test_the_polling_fallback_records_a_hand_edit(tmp_path):
         assert (op, origin, post) == ("update", "file", edited)
     finally:
         stop_serve(server)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fifo_and_a_broken_file_are_logged_once_per_change_and_never_with_a_traceback(caplog):
+    import logging
+    import os
+
+    from compozy.config import compozy_home
+    from memory.controller.watch import WatchedRoot, Watcher
+    from memory.domain.enums import Scope
+    from memory.domain.models import ScopeRef
+
+    root = compozy_home() / "memory"
+    root.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(root / "project_x.md")  # never opened blocking: no writer would ever come
+    (root / "project_broken.md").write_text("---\nname: [broken\n---\nbody\n")
+    watcher = Watcher(debounce_ms=0, max_delay_ms=0, backend="polling", poll_interval_ms=1000)
+    watcher.roots = {"global": WatchedRoot(ScopeRef(scope=Scope.GLOBAL), root)}
+
+    def rounds(count: int) -> list[logging.LogRecord]:
+        caplog.clear()
+        for _round in range(count):
+            for name in ("project_x.md", "project_broken.md"):
+                watcher.debouncer.note("global", name, now=0.0)  # as each of its own reads looked like a change
+            watcher.reconcile_due()
+        return [record for record in caplog.records if record.name == "compozy.memory.watcher"]
+
+    with caplog.at_level(logging.INFO, logger="compozy.memory.watcher"):
+        first = rounds(5)
+        assert sorted(record.getMessage().split()[0] for record in first) == ["project_broken.md", "project_x.md"]
+        assert not any(record.exc_info for record in first)
+        (root / "project_broken.md").write_text("---\nname: [still broken, and longer\n---\nbody\n")
+        again = rounds(5)
+        assert [record.getMessage().split()[0] for record in again] == ["project_broken.md"]  # it changed once
