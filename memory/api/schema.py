@@ -83,11 +83,12 @@ def documented(verb: Verb, route: Route):  # noqa: ANN201
     if route.has_body:
         name = f"{verb.input.__name__}Body" + "".join(part.title().replace("_", "") for part in other)
         request = {"application/json": model_schema(verb.input, name, drop=route.path_fields)}
-    # A verb with neither a CLI form nor a tool (the hook route) is named by its service.
-    words = (verb.command[1:] if verb.command else (verb.tool.name.removeprefix("compozy__memory_"),) if verb.tool
+    # The CLI's words (`memory_list`, `session_list`, `import_claude_code`): unique, as commands are. A verb with no
+    # command is named as its tool (`memory_note`), and one with neither (the hook route) by its service.
+    words = (verb.command if verb.command else (verb.tool.name.removeprefix("compozy__"),) if verb.tool
              else (verb.service.__name__,))
     return extend_schema(request=request, responses=responses, parameters=_parameters(verb, route),
-                         summary=verb.summary, operation_id="_".join(("memory", *words, *other)))
+                         summary=verb.summary, operation_id="_".join((*words, *other)).replace("-", "_"))
 
 
 class BearerOrSocketScheme(OpenApiAuthenticationExtension):

@@ -101,7 +101,10 @@ def test_http_errors_name_fields_and_never_cli_flags(server):
         assert client.post("/api/memory", json={"type": "project", "name": "Field Names", "description": "d",
                                                 "content": "Errors name fields.", "workspace": str(server.workspace)}
                            ).status_code == 200
-        agent = client.get("/api/memory", params={"scope": "agent", "workspace": str(server.workspace)}).json()
+        # (Scope agent with no agent is a valid list now: every agent's memories.)
+        agent = client.post("/api/memory", json={"scope": "agent", "type": "user", "name": "No Agent",
+                                                 "description": "d", "content": "Whose?",
+                                                 "workspace": str(server.workspace)}).json()
         assert agent["code"] == "memory.scope.invalid" and "agent_name" in agent["message"]
         nowhere = client.get("/api/memory", params={"scope": "workspace"}).json()
         assert nowhere["code"] == "memory.scope.workspace_required" and "workspace" in nowhere["message"]
