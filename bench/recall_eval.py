@@ -24,6 +24,8 @@ of the same documents) queried with the question's non-stopword tokens quoted an
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import json
 import re
 import sqlite3
@@ -163,6 +165,9 @@ def index_conversation(env: common.Env, conv: str, rows: list[dict]):  # noqa: A
     return caller, by_file, floor_docs
 
 
+_ASKED = itertools.count(1)
+
+
 def ask(caller, by_file: dict[str, str], question: dict,  # noqa: ANN001
         profiler=None) -> tuple[tuple[str, int | None], float, float, float]:  # noqa: ANN001
     """One question through the real memory_search: ((category, rank of the first evidence hit), seconds, CPU
@@ -173,7 +178,10 @@ def ask(caller, by_file: dict[str, str], question: dict,  # noqa: ANN001
     if profiler is not None:
         profiler.enable()
     started, cpu_started, process_started = time.perf_counter(), time.thread_time(), time.process_time()
-    result = memory_search(data=SearchInput.parse({"query": question["question"], "top_k": 10}), caller=caller)
+    # Each question is asked as a session of its own: the questions are independent tasks, and recall's signals
+    # move once per session (a session repeating a search raises nothing).
+    asking = dataclasses.replace(caller, session_id=f"question-{next(_ASKED)}")
+    result = memory_search(data=SearchInput.parse({"query": question["question"], "top_k": 10}), caller=asking)
     seconds, cpu_seconds = time.perf_counter() - started, time.thread_time() - cpu_started
     process_seconds = time.process_time() - process_started
     if profiler is not None:

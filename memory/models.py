@@ -176,6 +176,22 @@ class RecallSignal(models.Model):
         constraints = [models.UniqueConstraint(fields=["root_key", "filename"], name="signal_root_filename")]
 
 
+class RecallSession(models.Model):
+    """memory_recall_sessions: which sessions recalled each memory. A memory's signal (count and score) moves once
+    per session, however often that session searches: an agent repeating a search is not evidence that a memory
+    matters across sessions, which is what dreaming's signal gate asks."""
+
+    root_key = models.CharField(max_length=128)
+    filename = models.CharField(max_length=255)
+    session_key = models.CharField(max_length=200)
+    recalled_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_recall_sessions"
+        constraints = [models.UniqueConstraint(fields=["root_key", "filename", "session_key"],
+                                               name="recall_session_once")]
+
+
 class Snapshot(models.Model):
     """memory_snapshots: assembled snapshot text, cached by (boot request, memory generation)."""
 

@@ -116,7 +116,7 @@ class RecallRow:
     """One row of RECALL_COLUMNS, typed (`RecallRow(*values)`). A stub (a ranking fetched with `stubs=True`, or a
     memory the other list already read) holds only entry_id, bm25 and chunk_id; a ranking row (RANKING_COLUMNS,
     `ranking_row`) only what ranks a memory. Either has no passage until read whole. `body` is the whole body,
-    set only for the memories recall returns."""
+    set only for the memories recall returns; `strength` is set by recall."""
 
     entry_id: int
     bm25: float | None = None
@@ -141,6 +141,8 @@ class RecallRow:
     chunk_id: int | None = None
     recall_signal: float | None = None
     body: str | None = None
+    # Recall's: how strongly the list that found it matched, relative to that list's best match (1.0).
+    strength: float = 0.0
 
 
 def ranking_row(values: tuple) -> RecallRow:

@@ -39,7 +39,14 @@ def block(candidate: RecallCandidate, banner: str | None) -> str:
         lines.append(prompt_safe(candidate.description))
     if banner:
         lines.append(f"> {banner}")
-    lines += ["", prompt_safe(candidate.body)]
+    passage = candidate.row.passage
+    if passage and len(passage) < len(candidate.body):
+        # A long memory is recalled by its passage that matched: the prompt gets the part that answers, and the
+        # rest of the memory stays one read away.
+        lines += ["", prompt_safe(passage.strip()),
+                  f"(One passage of a longer memory; `memory show {candidate.filename}` reads it whole.)"]
+    else:
+        lines += ["", prompt_safe(candidate.body)]
     return "\n".join(lines)
 
 

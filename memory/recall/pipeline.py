@@ -46,6 +46,7 @@ class RecallCandidate:
     semantic_rank: int | None = None
     parts: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
+    strength: float = 0.0  # the strongest of its lists' matches, relative to each list's best (RELATIVE_CUT)
     shadowed_by: dict[str, Any] | None = None
 
     @property
@@ -226,6 +227,8 @@ def with_session_context(cursor, matches: list[WordMatch], pattern: TermPattern,
         return []
     best = matches[0].value
     if context.window == 0 or context.decay == 0 or best <= 0:
+        for match in matches[:limit]:
+            match.row.strength = match.value / best if best > 0 else 0.0
         return [match.row for match in matches[:limit]]
     rows = {match.row.entry_id: match.row for match in matches}
     combined = {match.row.entry_id: match.value / best for match in matches}
@@ -247,6 +250,9 @@ def with_session_context(cursor, matches: list[WordMatch], pattern: TermPattern,
     # Only the followers that made the list are read whole.
     for values in fts.entry_rows(cursor, [entry for entry in order if entry not in rows]):
         rows[values[0]] = RecallRow(*values)
+    for entry in order:
+        if entry in rows:
+            rows[entry].strength = combined[entry]
     return [rows[entry] for entry in order if entry in rows]
 
 
@@ -641,6 +647,10 @@ def candidates(plan: RecallPlan) -> Candidates:
         trigram_list = [RecallRow(*values) for values in (
             trigram_stubs if ranking_only
             else fts.rows_for_stubs(cursor, trigram_stubs, have_rows=unicode_ids, rows=rows))]
+        # The trigram list's strengths, from its bm25 (negative: lower is better), before its rows are replaced.
+        best_trigram = trigram_list[0].bm25 if trigram_list else None
+        trigram_strength = ({row.entry_id: row.bm25 / best_trigram for row in trigram_list}
+                            if best_trigram is not None and best_trigram < 0 else {})
         semantic: list[SemanticHit] = []
         semantic_rows: dict[int, RecallRow] = {}
         joining: set[int] = set()
@@ -668,14 +678,19 @@ def candidates(plan: RecallPlan) -> Candidates:
     by_entry: dict[int, RecallCandidate] = {}
     for rank, row in enumerate(unicode_list):
         by_entry[row.entry_id] = RecallCandidate(row=row, unicode_rank=rank)
+        by_entry[row.entry_id].strength = row.strength
     for rank, row in enumerate(trigram_list):
         candidate = by_entry.setdefault(row.entry_id, RecallCandidate(row=row))
         candidate.trigram_rank = rank
+        candidate.strength = max(candidate.strength, trigram_strength.get(row.entry_id, 0.0))
     for rank, found in enumerate(semantic):
         if found.entry_id in by_entry:
             by_entry[found.entry_id].semantic_rank = rank
         elif found.entry_id in semantic_rows:
             by_entry[found.entry_id] = RecallCandidate(row=semantic_rows[found.entry_id], semantic_rank=rank)
+        if not found.gated and found.entry_id in by_entry:
+            # At least as near the query as the median lexical candidate: the semantic list's own bar.
+            by_entry[found.entry_id].strength = 1.0
     return Candidates(by_entry, len(unicode_list), len(trigram_list), len(semantic), holders, ranking_only, rows,
                       warning)
 
@@ -710,12 +725,24 @@ def scores(found: Candidates, plan: RecallPlan, now: datetime) -> None:
         }
 
 
+# A candidate that matched less than this share of its list's best match, in every list that found it, is not an
+# answer, whatever its rank, recency and recall signal: those order the matches, they do not make one. Strength is
+# each list's own measure against its own best (the word index's re-ranked bm25, the trigram index's bm25; a
+# semantic hit counts as strong when it is as near the query as the median lexical candidate, the semantic list's
+# own bar), so equally good matches stay whatever their number, and a memory sharing one common word with the
+# question does not pad the results beside one that answers it. Without the cut such a memory, recalled, would
+# also raise its own signal.
+RELATIVE_CUT = 0.1
+
+
 def fusion(found: Candidates, plan: RecallPlan) -> list[RecallCandidate]:
-    """Stage 3: one ranking, by the sum of the parts (ties by filename, then root); with ranking-only rows, the
-    first top_k read whole."""
+    """Stage 3: one ranking, by the sum of the parts (ties by filename, then root), without the candidates far
+    weaker than the best (RELATIVE_CUT); with ranking-only rows, the first top_k read whole."""
     for candidate in found.by_entry.values():
         candidate.score = round(sum(candidate.parts.values()), 6)
     ranked = sorted(found.by_entry.values(), key=lambda c: (-c.score, c.row.filename, c.row.root_key))
+    if RELATIVE_CUT > 0:
+        ranked = [candidate for candidate in ranked if candidate.strength >= RELATIVE_CUT]
     return _read_placed(ranked, plan.top_k, found.rows) if found.ranking_only else ranked
 
 

@@ -79,7 +79,7 @@ def record_recall(outcome: Recall, query_text: str, caller: Caller, resolved: Re
     would hold the answer back, so after a short wait the bookkeeping is skipped and logged instead."""
 
     def write() -> None:
-        _update_signals(outcome, now)
+        _update_signals(outcome, now, _session_key(caller, now))
         event_record(op=EventOp.RECALL_EXECUTED,
                      metadata={"result_count": len(outcome.winners), "shadowed_count": len(outcome.shadowed),
                                "top_k": top_k, "terms": len(outcome.query.terms)},
@@ -116,16 +116,33 @@ def _hit(candidate: RecallCandidate, banner: str | None) -> SearchHit:
     )
 
 
-def _update_signals(outcome: Recall, now) -> None:  # noqa: ANN001
+def _session_key(caller: Caller, now) -> str:  # noqa: ANN001
+    """Whose recall this is, for counting: the caller's session, or, for a caller without one (a person at the
+    CLI), the hour it searched in, so an afternoon of searching counts as a few sessions, not as hundreds."""
+    return caller.session_id or f"{caller.origin.value}@{now:%Y-%m-%dT%H}"
+
+
+def _update_signals(outcome: Recall, now, session_key: str) -> None:  # noqa: ANN001
+    """Each winner's signal moves once per session (memory_recall_sessions): its count counts distinct sessions and
+    its EMA takes one value a session, so one session searching again and again raises nothing."""
     if not outcome.winners:
         return
     stamp = connection.ops.adapt_datetimefield_value(now)
     with connection.cursor() as cursor:
+        first = []
+        for candidate in outcome.winners:
+            cursor.execute("INSERT OR IGNORE INTO memory_recall_sessions (root_key, filename, session_key, "
+                           "recalled_at) VALUES (%s, %s, %s, %s)",
+                           [candidate.root_key, candidate.filename, session_key, stamp])
+            if cursor.rowcount == 1:
+                first.append(candidate)
+        if not first:
+            return
         cursor.executemany(
             "INSERT INTO memory_recall_signals (root_key, filename, recall_count, recall_score, first_recalled_at, "
             "last_recalled_at, promoted_at) VALUES (%s, %s, 1, %s, %s, %s, NULL) "
             "ON CONFLICT(root_key, filename) DO UPDATE SET recall_count = recall_count + 1, "
             f"recall_score = {SIGNAL_DECAY} * recall_score + excluded.recall_score, "
             "last_recalled_at = excluded.last_recalled_at",
-            [[c.root_key, c.filename, (1 - SIGNAL_DECAY) * c.score, stamp, stamp] for c in outcome.winners],
+            [[c.root_key, c.filename, (1 - SIGNAL_DECAY) * c.score, stamp, stamp] for c in first],
         )

@@ -15,9 +15,9 @@ from memory.services.resolution import resolve
 from tests import helpers as h
 
 
-def search(cwd: Path, query: str, **fields: Any) -> dict[str, Any]:
+def search(cwd: Path, query: str, *, session_id: str | None = None, **fields: Any) -> dict[str, Any]:
     data = recall.SearchInput.parse({"query": query, **fields})
-    return recall.memory_search(data=data, caller=h.caller(cwd)).to_json()
+    return recall.memory_search(data=data, caller=h.caller(cwd, session_id=session_id)).to_json()
 
 
 def snapshot(cwd: Path, **fields: Any) -> dict[str, Any]:

@@ -130,7 +130,7 @@ def test_a_trivial_query_is_skipped_with_one_event_and_no_error(ws):
 
 def test_a_recall_updates_the_signals_of_the_returned_entries_as_an_ema(ws):
     put_library(ws)
-    first = r.search(ws, QUESTION)
+    first = r.search(ws, QUESTION, session_id="session-a")
     assert first["results"]
     signals = {s.filename: s for s in RecallSignal.objects.all()}
     assert set(signals) == set(r.filenames(first))
@@ -140,7 +140,7 @@ def test_a_recall_updates_the_signals_of_the_returned_entries_as_an_ema(ws):
         assert signal.last_recalled_at is not None
         assert signal.recall_score == pytest.approx(0.2 * item["score"])
 
-    second = r.search(ws, QUESTION)
+    second = r.search(ws, QUESTION, session_id="session-b")
     assert set(r.filenames(second)) == set(signals)
     for item in second["results"]:
         old = signals[item["memory"]["filename"]]
@@ -149,6 +149,44 @@ def test_a_recall_updates_the_signals_of_the_returned_entries_as_an_ema(ws):
         assert new.last_recalled_at >= old.last_recalled_at
         assert new.recall_score == pytest.approx(0.8 * old.recall_score + 0.2 * item["score"])
         assert item["why_recalled"]["signal"] == pytest.approx(0.10 * old.recall_score, abs=1e-6)
+
+
+def test_one_session_searching_again_and_again_moves_each_signal_once(ws):
+    """21 searches in one session are one session's interest, not 21: neither the count dreaming's signal gate
+    reads nor the score moves again until another session recalls the memory."""
+    put_library(ws)
+    for _ in range(21):
+        first = r.search(ws, QUESTION, session_id="busy-session")
+    returned = set(r.filenames(first))
+    signals = {s.filename: s for s in RecallSignal.objects.all()}
+    assert set(signals) == returned
+    assert {s.recall_count for s in signals.values()} == {1}
+    assert [hit(first, name)["why_recalled"]["signal"] for name in sorted(returned)] == [
+        pytest.approx(0.10 * signals[name].recall_score, abs=1e-6) for name in sorted(returned)]
+    r.search(ws, QUESTION, session_id="another-session")
+    assert {s.recall_count for s in RecallSignal.objects.filter(filename__in=returned)} == {2}
+
+
+def test_searches_without_a_session_count_once_an_hour(ws):
+    put_library(ws)
+    for _ in range(5):
+        result = r.search(ws, QUESTION)
+    assert {s.recall_count for s in RecallSignal.objects.filter(filename__in=r.filenames(result))} == {1}
+
+
+def test_a_search_does_not_pad_its_results_with_memories_far_weaker_than_the_best(ws, monkeypatch):
+    """Twelve notes mention only "docs" of the question, in their bodies; one memory answers it. With room for
+    twenty results, none of the notes is returned beside it: their word match is a small fraction of the best
+    one's (the semantic list, whose own bar would admit some of them, is off here)."""
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__SEMANTIC", "0")
+    library = dict(LIBRARY)
+    library.update({f"project_style_note_{index:02d}.md": (f"Style note {index}", f"Paragraph {index}",
+                                                            f"Paragraph {index} of the docs style guide.")
+                    for index in range(12)})
+    put_library(ws, library)
+    names = r.filenames(r.search(ws, QUESTION, top_k=20))
+    assert names[0] == "project_runtime_docs.md"
+    assert not [name for name in names if name.startswith("project_style_note_")]
 
 
 def test_each_search_records_one_executed_event_with_its_result_count(ws):

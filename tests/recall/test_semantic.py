@@ -33,7 +33,7 @@ def runbook() -> str:
     return "".join(parts)
 
 
-def test_a_long_memory_is_found_by_its_matching_passage_and_its_snippet_comes_from_that_passage(ws):
+def test_a_long_memory_is_found_by_its_matching_passage_which_its_snippet_and_recall_block_show(ws):
     assert SECTIONS[-1] == "Drills"
     body = runbook()
     h.write(ws, name="Database runbook", content=body)
@@ -43,8 +43,10 @@ def test_a_long_memory_is_found_by_its_matching_passage_and_its_snippet_comes_fr
     assert top["memory"]["filename"] == "project_database_runbook.md"
     assert "thursday" in top["snippet"].lower() and "elapsed minutes" in top["snippet"]
     assert "nightly job" not in top["snippet"]
-    # The prompt still receives the whole memory, rebuilt from its passages.
-    assert body.strip() in result["recall"]["blocks"][0]
+    # The prompt receives the passage that matched, not the whole runbook, and where to read the rest.
+    block = result["recall"]["blocks"][0]
+    assert "Every Thursday a scratch machine rebuilds the database" in block and "nightly job" not in block
+    assert "`memory show project_database_runbook.md` reads it whole" in block
 
 
 def test_why_recalled_carries_the_semantic_part_and_the_score_is_the_sum_of_its_parts(ws):

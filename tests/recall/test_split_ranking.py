@@ -150,7 +150,7 @@ def test_ranking_every_tier_gives_exactly_the_rows_and_scores_of_the_whole_expre
 def test_search_answers_the_same_with_and_without_the_split(catalog, workspace_dir, monkeypatch):
     questions = ["harbour lantern granite meadow", "harbour granite meadow", "lantern quartz meadow granite river"]
     # The first searches' recall signals would reorder the second's answers.
-    monkeypatch.setattr(recall_service, "_update_signals", lambda outcome, now: None)
+    monkeypatch.setattr(recall_service, "_update_signals", lambda *args: None)
     monkeypatch.setattr(pipeline, "FREQUENT_MIN", 20)
     split = [r.search(workspace_dir, question, top_k=10)["results"] for question in questions]
     monkeypatch.setattr(pipeline, "FREQUENT_SHARE", 2.0)  # nothing is frequent: one ranked statement
