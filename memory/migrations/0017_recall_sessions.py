@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0015_session_turns_fts'),
+        ('memory', '0016_session_transcript_offset'),
     ]
 
     operations = [
