@@ -125,6 +125,14 @@ class SessionAppendInput(SessionIdInput):
         "One event's agent. Default: the session's agent."))
     external_key: str | None = Field(default=None, max_length=200, description=(
         "One event's id in the caller's record: appending it again is a no-op."))
+    ts: str | None = Field(default=None, description=(
+        "When one event happened, ISO 8601 / RFC 3339 (an imported transcript's own time). Default: now. Extracted "
+        "memories and checkpoint items are dated by it."))
+
+    @field_validator("ts")
+    @classmethod
+    def _timestamp(cls, value: str | None) -> str | None:
+        return None if value is None else parse_timestamp(value)
 
     @model_validator(mode="after")
     def _one_way(self) -> SessionAppendInput:
@@ -132,9 +140,9 @@ class SessionAppendInput(SessionIdInput):
         if len(given) != 1:
             raise ValueError("give exactly one of events, jsonl, or one event's kind")
         single = {"content": self.content, "turn_id": self.turn_id, "agent_name": self.agent_name,
-                  "external_key": self.external_key}
+                  "external_key": self.external_key, "ts": self.ts}
         if self.kind is None and any(value is not None for value in single.values()):
-            raise ValueError("content, turn_id, agent_name and external_key describe one event: give kind too")
+            raise ValueError("content, turn_id, agent_name, external_key and ts describe one event: give kind too")
         if self.jsonl is not None:
             self.events = _events_of_lines(self.jsonl)
         elif self.kind is not None:

@@ -84,6 +84,7 @@ class SnapshotLog(Result):
     sha256: str
     text: str
     injections: list[dict[str, Any]]
+    budget: dict[str, Any] = Field(default_factory=dict)
 
 
 class SnapshotUsageInput(Selector):
@@ -184,8 +185,10 @@ def _build(data: SnapshotInput, resolved: Resolved, caller: Caller) -> assembly.
             settings = config.memory.recall
             outcome = recall(query, refs=refs, config=config, top_k=settings.top_k, include_system=False, now=now)
             record_recall(outcome, data.query, caller, resolved, now, top_k=settings.top_k, scope=data.scope)
-            wanted = sum(items.size for _ref, items in entries)
-            index_room = min(wanted, int(room * config.memory.snapshot.index_share_with_query))
+            wanted = sum(items.size + assembly.INDEX_MIN_ROOM for _ref, items in entries if items.entries)
+            # Every scope with memories keeps at least the room to say how many it holds and how to find them.
+            floor = assembly.INDEX_MIN_ROOM * sum(1 for _ref, items in entries if items.entries)
+            index_room = min(wanted, max(floor, int(room * config.memory.snapshot.index_share_with_query)))
             hits = search_turns(query.unicode_expression() or "", workspace_id=resolved.workspace_id,
                                 limit=LEDGER_HITS, exclude_session=data.session_id or "") \
                 if resolved.workspace else []
@@ -287,6 +290,7 @@ def snapshot_log(*, data: SnapshotLogInput, caller: Caller) -> SnapshotLog:
                      "workspace_id": session.workspace_id if _in_workspace(r) else None,
                      "agent_tier": r.agent_tier or None, "filename": r.filename, "source": r.source,
                      "position": r.position, "generation": r.generation} for r in rows],
+        budget=_budget(session.snapshot.text),
     )
 
 

@@ -90,7 +90,7 @@ def _catalog(root_key: str) -> dict[str, tuple[str, str, str, datetime, datetime
     the most recently recalled or updated first, the filename last (never the order that decides)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT c.filename, c.name, c.description, c.type, c.updated_at, s.last_recalled_at "
+            "SELECT c.filename, c.name, c.description, c.type, c.updated_at, s.last_recalled_at, c.id "
             "FROM memory_catalog_entries c LEFT JOIN memory_recall_signals s "
             "ON s.root_key = c.root_key AND s.filename = c.filename "
             "WHERE c.root_key = %s AND c.is_system = 0", [root_key])
@@ -102,13 +102,16 @@ def _catalog(root_key: str) -> dict[str, tuple[str, str, str, datetime, datetime
         stamp = datetime.fromisoformat(value) if isinstance(value, str) else value
         return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
+    order = {filename: row_id for filename, *_rest, row_id in rows}
     found = {filename: (name, description, kind, moment(updated), moment(recalled))
-             for filename, name, description, kind, updated, recalled in rows}
+             for filename, name, description, kind, updated, recalled, _id in rows}
 
-    def usefulness(item: tuple[str, tuple[str, str, str, datetime, datetime | None]]) -> tuple[int, float, str]:
+    def usefulness(item: tuple[str, tuple[str, str, str, datetime, datetime | None]]) -> tuple[int, int, int]:
         filename, (_name, _description, kind, updated, recalled) = item
         latest = max(updated, recalled) if recalled is not None else updated
-        return (_TYPE_ORDER.get(kind, 2), -latest.timestamp(), filename)
+        # By the day, then the newest catalog row first: timestamps within one day (second resolution, several
+        # writes a second) would order the same memories differently from one run to the next.
+        return (_TYPE_ORDER.get(kind, 2), -latest.toordinal(), -order[filename])
 
     return dict(sorted(found.items(), key=usefulness))
 
@@ -141,6 +144,10 @@ def index_entries(ref: ScopeRef, root: Path, config: Config, now: datetime) -> I
         entries.append(IndexEntry(filename, line))
         used += size
     return IndexEntries(entries, capped)
+
+
+# An index block's tags, header and cut line: what a scope with memories keeps however small its share.
+INDEX_MIN_ROOM = 220
 
 
 def cut_line(left_out: int) -> str:
@@ -218,11 +225,11 @@ def recall_section(outcome: Recall | None, config: Config, now: datetime, refs: 
     seen: set[str] = set()
     for hit in hits:
         line = passage(hit)
-        if line in seen or not scan(hit.content).clean:
-            continue  # a turn the content scanner would refuse as a memory never reaches a prompt either
         extra = len(line) + 1 + (0 if passages else len(LEDGER_HEADER) + 2)
-        if room is not None and used + extra > room:
+        if line in seen or (room is not None and used + extra > room):
             continue
+        if not scan(hit.content).clean:
+            continue  # a turn the content scanner would refuse as a memory never reaches a prompt either
         seen.add(line)
         passages.append(line)
         used += extra

@@ -333,6 +333,9 @@ def test_the_snapshot_page_shows_the_exact_text_and_the_injected_entries(browser
 
     assert f'<pre class="prompt">{escape(snap["text"])}</pre>' in page
     assert "project_snap_fact.md" in page and snap["sha256"] in page
+    spent = snap["budget"]
+    assert f'{spent["tokens"]} of {spent["budget_tokens"]} tokens' in page
+    assert f'index {spent["by_part"]["index"]}, recall 0, checkpoint {spent["by_part"]["checkpoint"]}' in page
     link = re.search(r'href="(/inspector/memories/project_snap_fact\.md\?[^"]+)"', page).group(1).replace("&amp;", "&")
     assert browser.get(link).status_code == 200 and f"workspace={ws}" in link
     missing = browser.get(f"/inspector/snapshots/?session_id=nobody&workspace={ws}")
