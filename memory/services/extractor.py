@@ -23,6 +23,7 @@ from ulid import ULID
 
 from compozy.config import Config, get_config
 from memory.controller.events import event_record
+from memory.domain.dates import resolve_relative_dates
 from memory.domain.enums import EventOp
 from memory.domain.errors import CompozyError, NotFound, ValidationError
 from memory.domain.extraction import FailureRecord, Turn
@@ -416,7 +417,10 @@ def readable_turns(rows: list[Any]) -> list[Turn]:
     for exchange in exchanges:
         if any(_is_memory_write(row) for row in exchange):
             continue
-        turns.extend(Turn(row.seq, "user" if row.kind == USER_KIND else "assistant", row.content)
+        # Relative dates read against the turn's own time ("yesterday" said on 8 May 2023 is 7 May 2023), so a
+        # memory made from it still says when, read a month later.
+        turns.extend(Turn(row.seq, "user" if row.kind == USER_KIND else "assistant",
+                          resolve_relative_dates(row.content, row.ts))
                      for row in exchange if row.kind in (USER_KIND, ASSISTANT_KIND))
     return turns
 
@@ -745,5 +749,22 @@ def _on_assistant_turns(sender: Any, *, session_id: str, workspace_id: str = "",
         extractor_request(session_id=session_id, turns=turns)
 
 
+def _has_unseen_messages(session_id: str) -> bool:
+    """Whether the session holds a user or assistant message past the last seq the extractor read."""
+    last_seq = (ExtractorSession.objects.filter(session_id=session_id).values_list("last_seq", flat=True).first()
+                or 0)
+    return SessionEvent.objects.filter(session_id=session_id, seq__gt=last_seq,
+                                       kind__in=[USER_KIND, ASSISTANT_KIND]).exists()
+
+
+def _on_session_stopped(sender: Any, *, session_id: str, **_: Any) -> None:
+    # A stop flushes what the extractor has not read, whatever its kinds, through the same trigger, run and drain:
+    # a session of only user messages (two people, or a client that records only the user's side) never sent an
+    # assistant turn, and without this it would end with turns nobody read.
+    if _has_unseen_messages(session_id):
+        extractor_request(session_id=session_id)
+
+
 def connect_signals() -> None:
     signals.assistant_turns_persisted.connect(_on_assistant_turns, dispatch_uid="compozy-extractor-request")
+    signals.session_stopped.connect(_on_session_stopped, dispatch_uid="compozy-extractor-stop")

@@ -297,3 +297,24 @@ def test_an_append_is_queued_when_any_of_its_turns_did_not_write_memory(home, wo
                  + turn_rows("t3", "My editor is helix.", "Noted."))
     assert len(runs_queued()) == 1
     assert [line.memory.attribute for line in staged(run_queued("sess-m"))] == ["editor"]
+
+
+def test_a_stop_extracts_a_session_of_only_user_messages_with_its_relative_dates_resolved(
+        home, workspace_dir, django_capture_on_commit_callbacks):
+    s.start(workspace_dir, "two-people")
+    rows = [{"kind": "user_message", "content": text, "agent_name": speaker, "ts": "2023-05-08T13:56:00Z"}
+            for speaker, text in [("Caroline", "My editor is helix since yesterday."),
+                                  ("Melanie", "Nice, I prefer vim.")]]
+    with django_capture_on_commit_callbacks(execute=True):
+        s.append(workspace_dir, "two-people", rows)
+    assert runs_queued() == []  # no assistant turn: nothing asked for a run while the session ran
+    with django_capture_on_commit_callbacks(execute=True):
+        s.stop(workspace_dir, "two-people")
+    result = run_queued("two-people")
+    assert result.outcome == "completed" and result.candidate_count >= 1
+    contents = [line.memory.content for line in staged(result)]
+    assert any("yesterday (7 May 2023)" in content for content in contents), contents
+    with django_capture_on_commit_callbacks(execute=True):
+        s.start(workspace_dir, "two-people")
+        s.stop(workspace_dir, "two-people")
+    assert runs_queued() == []  # every turn was read: a second stop queues nothing
