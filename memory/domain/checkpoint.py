@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .extraction import strip_injected
 from .scanner import scan
 from .text import has_structural_tag, prompt_safe
 
@@ -161,7 +162,10 @@ class Message:
 
     @classmethod
     def of(cls, item: dict[str, Any]) -> Message:
-        return cls(int(item["seq"]), str(item["kind"]), str(item.get("content") or ""), dict(item.get("data") or {}))
+        # Compozy's own injected blocks (a <compozy_memory> section a client put in the first user message) are
+        # never what happened in the session: the same stripping the extractor applies.
+        return cls(int(item["seq"]), str(item["kind"]), strip_injected(str(item.get("content") or "")),
+                   dict(item.get("data") or {}))
 
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
