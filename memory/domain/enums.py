@@ -131,6 +131,14 @@ class SessionStatus(StrEnum):
     STOPPED = "stopped"
 
 
+class ExtractorState(StrEnum):
+    """A session's extractor run: none (`idle`), waiting on the task cluster (`queued`) or in progress."""
+
+    IDLE = "idle"
+    QUEUED = "queued"
+    RUNNING = "running"
+
+
 class SessionEventKind(StrEnum):
     USER_MESSAGE = "user_message"
     ASSISTANT_MESSAGE = "assistant_message"

@@ -35,9 +35,12 @@ MAX_PASSES = 100
 
 @dataclass(frozen=True)
 class DrainedCandidate:
+    """One staged candidate and the decision it got: also the shape every surface shows (the services' drain
+    result lists these as they are)."""
+
     file: str
     line: int
-    session: str
+    session_id: str
     decision_id: str
     op: str
     applied: bool

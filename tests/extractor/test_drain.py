@@ -79,7 +79,7 @@ def test_files_are_drained_oldest_first_across_sessions(ws, home):
     extract(ws, "sess-b", "My editor is vim.")
     extract(ws, "sess-a", "No, it's helix.", first_seq=5, context=[Turn(1, "user", "My editor is vim.")])
     report = drain_inbox(load_config())
-    assert [c.session for c in report.candidates] == ["sess-b", "sess-a"]
+    assert [c.session_id for c in report.candidates] == ["sess-b", "sess-a"]
     assert [c.op for c in report.candidates] == ["add", "update"]
 
 
