@@ -16,12 +16,7 @@ from memory.domain.names import validate_agent_name
 from memory.models import CatalogEntry
 from memory.store import roots as store_roots
 
-from .resolution import KnownWorkspace, Resolved
-
-
-def administered_refs(resolved: Resolved) -> list[ScopeRef]:
-    workspace = resolved.workspace
-    return administered_refs_across([KnownWorkspace.of(workspace)] if workspace is not None else [])
+from .resolution import KnownWorkspace
 
 
 def administered_refs_across(workspaces: list[KnownWorkspace]) -> list[ScopeRef]:

@@ -259,13 +259,6 @@ def projection(session_id: str, *, max_messages: int, max_bytes: int, from_seq: 
     return Projection(kept, available - len(kept), truncated)
 
 
-def unarchived_count(session_id: str) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT COUNT(*) FROM memory_session_events WHERE session_id = %s AND archived = 0",
-                       [session_id])
-        return int(cursor.fetchone()[0])
-
-
 def last_imported(session_id: str) -> tuple[str, str, str] | None:
     """(external key, turn id, kind) of the newest row imported from a client's record, not counting `done:`
     rows."""
