@@ -427,12 +427,13 @@ def _enum_of(prop: dict[str, Any], components: dict[str, Any]) -> list[Any] | No
 def test_every_surface_offers_the_same_fields_choices_and_help(outcomes):
     """The CLI flags, the MCP input schema and the OpenAPI parameters or body of each verb are generated from one
     model: the same field names, the same enums and the same descriptions everywhere."""
-    from memory.management.commands import memory, session
+    import importlib
 
     tools = {tool.name: tool for tool in outcomes["_tools"]}
     openapi = outcomes["_openapi"]
-    parsers = {"memory": memory.Command().create_parser("compozy", "memory"),
-               "session": session.Command().create_parser("compozy", "session")}
+    nouns = {verb.command[0] for verb in all_verbs() if verb.command}
+    parsers = {noun: importlib.import_module(f"memory.management.commands.{noun}").Command().create_parser(
+        "compozy", noun) for noun in nouns}
     for verb in all_verbs():
         model = verb.input.model_fields
         surfaces: dict[str, dict[str, tuple[Any, str]]] = {}
