@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from memory.domain.document import Limits, check_body, parse_document
+from memory.domain.document import Limits, check_hand_edit, parse_document
 from memory.domain.errors import DOCUMENT_ERRORS, ValidationError
 from memory.domain.models import sha256_text
 from memory.domain.names import INDEX_FILENAME
@@ -41,7 +41,7 @@ def invalid_reason(root: Path, filename: str, limits: Limits | None = None) -> s
         if limits is not None:
             # A hand edit is held to the caps a controller-authored body is: an oversized file is as invalid as a
             # broken one, so it is never indexed, recalled or injected.
-            check_body(document.body, limits, allow_empty=True)
+            check_hand_edit(document, limits)
     except UnicodeDecodeError:
         return "encoding"
     except DOCUMENT_ERRORS as exc:

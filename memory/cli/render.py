@@ -33,7 +33,15 @@ def _json(value: Any, *, indent: int | None = None) -> str:
     """JSON for a terminal. json.dumps escapes C0 controls in strings already; DEL, C1 and the invisible and
     bidirectional characters it leaves raw are written as \\u escapes too, which decode to the same document."""
     text = json.dumps(value, ensure_ascii=False, indent=indent)
-    return UNPRINTABLE.sub(lambda match: f"\\u{ord(match.group(0)):04x}", text)
+    return UNPRINTABLE.sub(_json_escape, text)
+
+
+def _json_escape(match: Any) -> str:
+    code = ord(match.group(0))
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a tag character and the like: JSON spells it as a surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def emit(document: dict[str, Any], output: str, human: Callable[..., str], *,

@@ -28,7 +28,7 @@ from memory.catalog.indexer import (
     upsert_rows,
 )
 from memory.catalog.vectors import fill_missing
-from memory.domain.document import Document, Limits, check_body, parse_document
+from memory.domain.document import Document, Limits, check_hand_edit, parse_document
 from memory.domain.enums import Op, Origin
 from memory.domain.errors import DOCUMENT_ERRORS
 from memory.domain.models import ScopeRef, canonical_json, format_timestamp, sha256_text, utc_now
@@ -137,7 +137,7 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str, limits: Limits | No
         try:
             document = parse_document(text)
             if limits is not None:
-                check_body(document.body, limits, allow_empty=True)
+                check_hand_edit(document, limits)
         except DOCUMENT_ERRORS as exc:
             # A broken or oversized hand edit is reported by health, never overwritten, deleted or indexed.
             return ReconcileResult(invalid_reason=str(exc.details.get("reason", "invalid")))
@@ -195,7 +195,7 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
             text = data.decode("utf-8")
             document = parse_document(text)
             if limits is not None:
-                check_body(document.body, limits, allow_empty=True)
+                check_hand_edit(document, limits)
             row = entry_row(ref, DiskFile(filename, text, digest, len(data), stat.st_mtime_ns), document)
         except DOCUMENT_ERRORS as exc:
             report.invalid.append({"filename": filename, "reason": str(exc.details.get("reason", "invalid"))})

@@ -13,6 +13,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from .errors import ValidationError
 from .models import Frontmatter, translate_pydantic_error
+from .text import hidden_characters
 
 _FRONTMATTER_START = re.compile(r"\A---[ \t]*\r?\n")
 
@@ -149,6 +150,17 @@ def check_body(body: str, limits: Limits, *, allow_empty: bool = False) -> None:
                 "max_bytes": limits.max_bytes,
             },
         )
+
+
+def check_hand_edit(document: Document, limits: Limits) -> None:
+    """A file written outside the controller is held to what a controller write is held to before it may be indexed:
+    the body's size caps, and no hidden characters (memory.domain.text.hidden_characters) in its name, description
+    or body, which could hide a tag or an instruction from whoever reads the file."""
+    check_body(document.body, limits, allow_empty=True)
+    front = document.frontmatter
+    if any(hidden_characters(text) for text in (front.name, front.description, document.body)):
+        raise ValidationError("The file holds invisible format, tag or bidirectional characters.",
+                              details={"field": "content", "reason": "invisible_character"})
 
 
 def decode_utf8(raw: bytes, *, field: str = "content") -> str:

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memory.domain.text import CONTROL_CHARACTERS, INVISIBLE_CHARACTERS, has_structural_tag
+from memory.domain.text import CONTROL_CHARACTERS, has_structural_tag, hidden_characters
 
 INVISIBLE_CONTROL = "scan.invisible_control"
 CONTROL_CHARACTER = "scan.control_character"
@@ -467,7 +467,10 @@ _OPERATIONAL_IDENTIFIER = (
 
 # Rule order is the order ids are reported in.
 REJECT_RULES: tuple[tuple[str, Callable[[_Text], bool]], ...] = (
-    (INVISIBLE_CONTROL, lambda scanned: INVISIBLE_CHARACTERS.search(scanned.text) is not None),
+    # Format, tag and bidirectional characters, joiners and variation selectors out of the context that gives
+    # them a use (memory.domain.text: which are refused and why). Checked before the structural-tag rule, which
+    # also sees through them.
+    (INVISIBLE_CONTROL, lambda scanned: hidden_characters(scanned.text)),
     # Control characters other than newline and tab act on terminals (ESC, BEL, CR) or truncate (NUL).
     (CONTROL_CHARACTER, lambda scanned: CONTROL_CHARACTERS.search(scanned.text) is not None),
     # A `<compozy_…>` tag could close the snapshot section the memory sits in; the assemblers also escape it

@@ -51,11 +51,12 @@ def test_the_cli_refuses_a_control_character_with_exit_5_and_the_rule_id(cli):
 
 
 def place_old_file(workspace_dir):
-    """A file placed by hand (never scanned) whose header (YAML escapes) and body carry control characters."""
+    """A file placed by hand (never scanned) whose header (YAML escapes) and body carry control characters. (A
+    bidirectional or other hidden character would make it invalid: tests/domain/test_invisible_characters.py.)"""
     path = workspace_dir / ".compozy" / "memory" / "project_old_notes.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('---\nname: "Old \\e[2Jnotes"\ndescription: "Rings \\a and \\x9b hides"\ntype: project\n'
-                    "scope: workspace\n---\n\nThe deploy \x1b]0;pwned\x07 script\x00 lives in ops/ \u202eexe.txt\n",
+                    "scope: workspace\n---\n\nThe deploy \x1b]0;pwned\x07 script\x00 lives in ops/ exe.txt\n",
                     "utf-8")
     return path
 
