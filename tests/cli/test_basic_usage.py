@@ -22,9 +22,10 @@ def test_basic_usage_examples_write_list_and_show(cli):
                 "--content", "Lead with the blocker. Cite file:line. Keep lists tight.", "-o", "json")
     assert third.code == 0, third.stderr
 
+    # An operator's list names no agent and shows every agent's memories too (issue 27: none hidden).
     listed = cli("memory", "list", "-o", "json").json
     assert sorted(m["filename"] for m in listed["memories"]) == [
-        "project_runtime_docs_location.md", "user_review_style.md"]
+        "feedback_reviewer_tone.md", "project_runtime_docs_location.md", "user_review_style.md"]
     with_agent = cli("memory", "list", "--agent", "reviewer", "-o", "json").json
     assert "feedback_reviewer_tone.md" in [m["filename"] for m in with_agent["memories"]]
 
