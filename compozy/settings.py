@@ -83,10 +83,25 @@ TEMPLATES = [
 
 # WAL so readers never block the writer; IMMEDIATE so concurrent writers queue on the busy timeout instead of
 # failing with "database is locked" when a read transaction upgrades (verified in DESIGN.md).
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+# A home on a read-only filesystem (a read-only mount, a snapshot): SQLite cannot open a WAL database there at all
+# (it needs its -shm file), so it is opened immutable. Reads work, from the state the last writer checkpointed
+# (closing the last connection checkpoints the WAL); every write fails as "readonly database", which surfaces as
+# memory.storage.read_only.
+HOME_READ_ONLY = _read_only(COMPOZY_HOME)
+_DATABASE_FILE = COMPOZY_HOME / "compozy.db"
+
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": COMPOZY_HOME / "compozy.db",
+        # Django opens SQLite with uri=True, so the immutable flag is read from the name.
+        "NAME": f"file:{_DATABASE_FILE}?immutable=1" if HOME_READ_ONLY else _DATABASE_FILE,
         "OPTIONS": {
             "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=5000;",
             "transaction_mode": "IMMEDIATE",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import os
 from pathlib import Path
 
@@ -15,7 +16,9 @@ from django.db import DatabaseError, connection
 
 from compozy.config import compozy_home
 from compozy.home import private_dir
+from memory.domain.errors import ControllerTimeout
 
+log = logging.getLogger("compozy.bootstrap")
 _done = False
 SCHEMA_KEY = "schema_stamp"
 
@@ -73,7 +76,13 @@ def bootstrap(*, replay: bool = True) -> None:
         from memory.controller.replay import replay_pending
         from memory.dreaming.recovery import recover_interrupted_runs
 
-        replay_pending()
-        # After replay: a dreaming run killed after its decision was logged finds that decision applied.
-        recover_interrupted_runs()
+        try:
+            replay_pending()
+            # After replay: a dreaming run killed after its decision was logged finds that decision applied.
+            recover_interrupted_runs()
+        except (ControllerTimeout, DatabaseError, OSError) as exc:
+            # Start-up replay is a courtesy: a database held by another process's write, or a full or read-only
+            # home, must not stop a read (or the server) from starting. Nothing is lost: every write replays under
+            # the write lock before it decides (controller.core.exclusive), and reports the error there.
+            log.warning("start-up replay skipped: %s", exc)
     _done = True

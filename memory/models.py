@@ -49,9 +49,16 @@ class Decision(models.Model):
     reverts = models.CharField(max_length=28, null=True, blank=True)
     decided_at = models.DateTimeField()
     applied_at = models.DateTimeField(null=True)
+    # The order decisions were made in: one more than the largest so far, given at the durable insert under the
+    # write lock. Everything that asks "which came first" (replay, a hand edit's prior content, revert, the file's
+    # last decision) orders by it, never by decided_at: a wall clock can jump back.
+    seq = models.BigIntegerField(null=True)
 
     class Meta:
         db_table = "memory_decisions"
+        # A partial unique index (rows decided before the column existed were numbered by the migration): added as
+        # CREATE UNIQUE INDEX, without rebuilding the table, and usable by MAX(seq) ... WHERE seq IS NOT NULL.
+        constraints = [models.UniqueConstraint(fields=["seq"], condition=Q(seq__isnull=False), name="decision_seq")]
         indexes = [
             models.Index(fields=["decided_at", "id"], name="decision_order"),
             models.Index(fields=["root_key", "target_filename", "decided_at"], name="decision_file"),
@@ -144,6 +151,24 @@ class Chunk(models.Model):
 
     class Meta:
         db_table = "memory_chunks"
+
+
+class HeldRoot(models.Model):
+    """memory_held_roots: a memory root whose unapplied decisions cannot be applied now (its filesystem is full or
+    read-only, its workspace is no longer where it was registered). Replay skips the root's decisions, keeping
+    their order, and retries them on its next run; health reports the root with the reason."""
+
+    root_key = models.CharField(primary_key=True, max_length=128)
+    workspace_id = models.CharField(max_length=26, blank=True, default="")
+    reason = models.CharField(max_length=32)
+    message = models.TextField(blank=True, default="")
+    decision_id = models.CharField(max_length=28)
+    since = models.DateTimeField()
+    last_attempt_at = models.DateTimeField()
+    attempts = models.IntegerField(default=1)
+
+    class Meta:
+        db_table = "memory_held_roots"
 
 
 class MemoryState(models.Model):

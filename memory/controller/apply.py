@@ -42,10 +42,11 @@ def _file_matches(path: Path, text: str, digest: str) -> bool:
 
 
 def apply_decision(decision: Decision, *, root: Path, document: Document | None = None,
-                   replaying: bool = False, external: bool = False) -> None:
+                   replaying: bool = False, external: bool = False, reserved: Path | None = None) -> None:
     """`replaying`: the decision may have partly landed before a crash. `external`: the file was put there by
     hand, so an older MEMORY.md may already list it, and the file is the person's: it is never written or removed
-    here, even when it changed again since it was read (the next reconcile records that change)."""
+    here, even when it changed again since it was read (the next reconcile records that change). `reserved`: the
+    temp file already holding the post content (written before the decision was committed), renamed into place."""
     ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
     filename = decision.target_filename
     curated = not is_system_path(filename)
@@ -53,9 +54,14 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
         path = files.safe_path(root, filename)
         matches = _file_matches(path, decision.post_content, decision.post_content_hash)
         if not matches and not external:
-            if not root.is_dir():
-                files.make_scope_dirs(root, with_inbox=ref.scope.value == "global")
-            files.atomic_write(path, decision.post_content, step=faults.hit)
+            if reserved is not None:
+                files.commit_reserved(reserved, path, step=faults.hit)
+            else:
+                if not root.is_dir():
+                    files.make_scope_dirs(root, with_inbox=ref.scope.value == "global")
+                files.atomic_write(path, decision.post_content, step=faults.hit)
+        elif reserved is not None:
+            files.discard_reserved(reserved)
         if matches or not external:
             stat = os.lstat(path)
             size, mtime_ns = stat.st_size, stat.st_mtime_ns

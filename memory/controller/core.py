@@ -3,6 +3,7 @@ event → applied_at. Every write from every surface comes through `submit`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,11 +17,20 @@ from memory.catalog.drift import invalid_reason
 from memory.catalog.queries import RootCatalogView
 from memory.domain.document import Document, Limits, parse_document, render_document
 from memory.domain.enums import MUTATING_OPS, ControllerMode, Op, Origin
-from memory.domain.errors import DOCUMENT_ERRORS, Conflict
-from memory.domain.models import Candidate, Frontmatter, Provenance, format_timestamp, sha256_text, utc_now
-from memory.models import Decision
+from memory.domain.errors import (
+    DOCUMENT_ERRORS,
+    STORAGE_ERRNOS,
+    Conflict,
+    DecisionPending,
+    StorageFull,
+    storage_error,
+    storage_reason,
+)
+from memory.domain.models import Candidate, Frontmatter, Provenance, ScopeRef, format_timestamp, sha256_text, utc_now
+from memory.models import Decision, HeldRoot
 from memory.providers.base import get_provider
 from memory.store import files
+from memory.store.workspace import read_identity
 
 from .apply import apply_decision
 from .decision_log import (
@@ -30,6 +40,7 @@ from .decision_log import (
     persist_decision,
     unapplied_exist,
 )
+from .holds import hold_root, release_root
 from .lock import write_lock
 from .reconcile import reconcile_file
 from .roots import ref_from_row, resolve_root
@@ -75,26 +86,144 @@ def exclusive(config: Config) -> Iterator[None]:
 
 
 def replay_unapplied() -> list[str]:
-    """Apply unapplied decisions in decided_at, id order. The caller holds the write lock."""
+    """Apply unapplied decisions in the order they were made (seq). The caller holds the write lock.
+
+    A root whose decision cannot be applied now (a full or read-only filesystem, a workspace no longer at its
+    registered path) is held: its remaining decisions wait, in order, for the next replay, and the other roots go
+    on. Every process replays at start, so one full disk must not stop the home."""
     replayed: list[str] = []
     if not unapplied_exist():
         return replayed
     cleaned: set[str] = set()
     roots: dict[str, Path | None] = {}
-    pending = Decision.objects.filter(applied_at__isnull=True).order_by("decided_at", "id")
+    stopped: set[str] = set()
+    pending = Decision.objects.filter(applied_at__isnull=True).order_by("seq", "id")
     for decision in pending.iterator():
         ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
+        if ref.root_key in stopped:
+            continue
         if ref.root_key not in roots:
             roots[ref.root_key] = resolve_root(ref)
         root = roots[ref.root_key]
         if root is None:
             continue  # its workspace is not on this machine (yet); health keeps reporting it
-        if ref.root_key not in cleaned:
-            files.remove_stale_temp_files(root)
-            cleaned.add(ref.root_key)
-        apply_decision(decision, root=root, replaying=True, external=decision.origin == Origin.FILE.value)
+        moved = _not_the_workspace(ref, root)
+        if moved is not None:
+            # Never write into a directory that is no longer this workspace's root (it moved, or another
+            # workspace now lives there): the decision waits until the workspace is found again.
+            hold_root(ref.root_key, workspace_id=ref.workspace_id, reason="workspace_moved", message=moved,
+                      decision_id=decision.id)
+            stopped.add(ref.root_key)
+            continue
+        try:
+            if ref.root_key not in cleaned:
+                files.remove_stale_temp_files(root)
+                cleaned.add(ref.root_key)
+            apply_decision(decision, root=root, replaying=True, external=decision.origin == Origin.FILE.value)
+        except OSError as exc:
+            reason = storage_reason(exc)
+            if reason is None:
+                raise
+            hold_root(ref.root_key, workspace_id=ref.workspace_id, reason=reason, message=str(exc),
+                      decision_id=decision.id)
+            stopped.add(ref.root_key)
+            continue
         replayed.append(decision.id)
+    for root_key in roots:
+        if root_key not in stopped:
+            release_root(root_key)
     return replayed
+
+
+def _not_the_workspace(ref: ScopeRef, root: Path) -> str | None:
+    """Why `root` is not the root of `ref`'s workspace any more, or None (it is, or the root is not a workspace's)."""
+    if not ref.workspace_id:
+        return None
+    directory = root
+    while directory.name != ".compozy" and directory.parent != directory:
+        directory = directory.parent
+    workspace_dir = directory.parent
+    try:
+        found = read_identity(workspace_dir).id
+    except Exception:  # noqa: BLE001 - any unreadable workspace.toml means "not this workspace here"
+        return f"{workspace_dir} holds no readable workspace.toml"
+    if found != ref.workspace_id:
+        return f"{workspace_dir} now holds workspace {found}"
+    return None
+
+
+def _refuse_if_held(ref: ScopeRef) -> None:
+    """A new decision in a held root would land before the ones waiting there: refused, saying why."""
+    held = HeldRoot.objects.filter(root_key=ref.root_key).first()
+    if held is None:
+        return
+    kind = next((k for reason, k in STORAGE_ERRNOS.values() if reason == held.reason), None)
+    message = (f"The memory root {ref.root_key} is held ({held.reason}: {held.message}); decision "
+               f"{held.decision_id} waits for it. Nothing was decided; retry once the root can be written.")
+    details = {"reason": held.reason, "root_key": ref.root_key, "decision_id": held.decision_id}
+    raise (kind or Conflict)(message, details=details)
+
+
+def reserve(decision: Decision, root: Path) -> Path | None:
+    """Write an add's or update's file to a temp file beside its target before the decision is committed, so a
+    full or read-only filesystem refuses the write while nothing is decided yet (nothing durable, nothing to
+    apply later behind anyone's back). MEMORY.md's line needs room too: the root must have at least the index's
+    size free beyond the file, or the write is refused the same way."""
+    if decision.op not in (Op.ADD, Op.UPDATE):
+        return None
+    ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
+    path = files.safe_path(root, decision.target_filename)
+    try:
+        if not root.is_dir():
+            files.make_scope_dirs(root, with_inbox=ref.scope.value == "global")
+        reserved = files.reserve_write(path, decision.post_content)
+    except OSError as exc:
+        if storage_reason(exc) is None:
+            raise
+        raise storage_error(exc, where=f"The memory root {ref.root_key}",
+                            details={"root_key": ref.root_key}) from None
+    try:
+        index = root / "MEMORY.md"
+        needed = (index.stat().st_size if index.exists() else 0) + 4096
+        stats = os.statvfs(root)
+        if stats.f_bavail * stats.f_frsize < needed:
+            raise StorageFull(
+                f"The memory root {ref.root_key} has under {needed} bytes free for its MEMORY.md. Nothing was "
+                "decided; retry once there is room.",
+                details={"reason": "disk_full", "root_key": ref.root_key, "path": str(root)})
+    except BaseException:
+        files.discard_reserved(reserved)
+        raise
+    return reserved
+
+
+def persist_and_apply(decision: Decision, *, root: Path, document: Document | None = None) -> None:
+    """Commit the decision (with its file already reserved), then apply it. A storage failure after the commit
+    holds the root and says so (`memory.decision.pending`): the decision is durable and the next replay applies
+    it once the root can be written; it is never applied later without anyone being told."""
+    reserved = reserve(decision, root)
+    try:
+        persist_decision(decision)
+    except BaseException:
+        if reserved is not None:
+            files.discard_reserved(reserved)
+        raise
+    ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
+    try:
+        apply_decision(decision, root=root, document=document, reserved=reserved)
+    except OSError as exc:
+        reason = storage_reason(exc)
+        if reason is None:
+            raise
+        hold_root(ref.root_key, workspace_id=ref.workspace_id, reason=reason, message=str(exc),
+                  decision_id=decision.id)
+        raise DecisionPending(
+            f"Decision {decision.id} is recorded, but {decision.target_filename} could not be written "
+            f"({exc.strerror or reason}). It will be applied when {ref.root_key} can be written again "
+            "(the next command or the server's periodic replay); `compozy memory health` shows the root as held.",
+            details={"decision_id": decision.id, "root_key": ref.root_key, "reason": reason,
+                     "filename": decision.target_filename},
+        ) from None
 
 
 def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = False, once: bool = False) -> Outcome:
@@ -106,6 +235,8 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
     be decided a second time against the state their own earlier decisions produced."""
     candidate_hash = candidate.candidate_hash()
     with exclusive(config):
+        if not dry_run:
+            _refuse_if_held(candidate.ref)
         earlier = earliest_decision(candidate, candidate_hash) if once else None
         if earlier is not None:
             return Outcome(earlier, applied=False, dry_run=dry_run)
@@ -136,10 +267,9 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
         if may_be_decided and decision_exists(decision.idempotency_key):
             stored = Decision.objects.get(idempotency_key=decision.idempotency_key)
             return Outcome(stored, applied=False, dry_run=False)
-        persist_decision(decision)
         document = Document(Frontmatter.model_validate(decision.frontmatter), candidate.body) \
             if decision.op in (Op.ADD, Op.UPDATE) else None
-        apply_decision(decision, root=root, document=document)
+        persist_and_apply(decision, root=root, document=document)
         return Outcome(decision, applied=decision.op in MUTATING_OPS, dry_run=False)
 
 
@@ -147,7 +277,7 @@ def _decision_of(candidate: Candidate, *, newest: bool, candidate_hash: str | No
     """The candidate's first or last decision in its root. The id first, in plain SQL: nearly every candidate is
     new, and building an ORM query cost more than running it (the drain asks once per extracted candidate).
     `candidate_hash`: the candidate's, when the caller has it already."""
-    order = "decided_at DESC, id DESC" if newest else "decided_at, id"
+    order = "seq DESC" if newest else "seq"
     with sql.cursor() as cursor:
         cursor.execute(
             f"SELECT id FROM memory_decisions WHERE candidate_hash = %s AND root_key = %s ORDER BY {order} LIMIT 1",
@@ -167,7 +297,7 @@ def previous_decision(candidate: Candidate, root: Path, *, candidate_hash: str |
     if previous is None:
         return None
     changed_since = Decision.objects.filter(
-        root_key=previous.root_key, decided_at__gt=previous.decided_at, op__in=[op.value for op in MUTATING_OPS]
+        root_key=previous.root_key, seq__gt=previous.seq, op__in=[op.value for op in MUTATING_OPS]
     ).exists()
     if changed_since:
         return None

@@ -75,7 +75,7 @@ def last_decision_id(root_key: str, filename: str) -> str | None:
     with sql.cursor() as cursor:
         cursor.execute(
             "SELECT id FROM memory_decisions WHERE root_key = %s AND target_filename = %s "
-            "ORDER BY decided_at DESC, id DESC LIMIT 1",
+            "ORDER BY seq DESC LIMIT 1",
             [root_key, filename],
         )
         row = cursor.fetchone()
@@ -98,7 +98,7 @@ _DECISION_COLUMNS = (
     "id", "candidate_hash", "idempotency_key", "workspace_id", "scope", "agent_name", "agent_tier", "root_key",
     "origin", "op", "targets", "target_filename", "frontmatter", "post_content", "post_content_hash",
     "prior_content", "prior_content_hash", "confidence", "source", "rule_trace", "llm_trace", "reason",
-    "session_id", "reverts", "decided_at", "applied_at",
+    "session_id", "reverts", "decided_at", "applied_at", "seq",
 )
 _JSON_COLUMNS = {"targets", "frontmatter", "rule_trace", "llm_trace"}
 _INSERT_DECISION = (
@@ -126,7 +126,13 @@ def persist_decision(decision: Decision) -> None:
 
 
 def persist_decisions(decisions: list[Decision]) -> None:
+    """Each decision gets the next `seq` inside the insert's own transaction (an IMMEDIATE one, so no other writer
+    can take the same numbers): the order decisions were made in, whatever the wall clock says."""
     with durable_transaction() as cursor:
+        cursor.execute("SELECT MAX(seq) FROM memory_decisions WHERE seq IS NOT NULL")
+        last = cursor.fetchone()[0] or 0
+        for offset, decision in enumerate(decisions, start=1):
+            decision.seq = last + offset
         cursor.executemany(_INSERT_DECISION, [_decision_values(decision) for decision in decisions])
     faults.hit("after_decision_commit")
 

@@ -76,7 +76,7 @@ def last_known_contents(root_key: str, filenames: list[str]) -> dict[str, str | 
             cursor.execute(
                 "SELECT target_filename, op, post_content FROM memory_decisions WHERE root_key = %s "
                 f"AND applied_at IS NOT NULL AND op IN ('add', 'update', 'delete') AND target_filename IN ({marks}) "
-                "ORDER BY decided_at, id",
+                "ORDER BY seq",
                 [root_key, *batch],
             )
             for filename, op, post in cursor.fetchall():

@@ -1,5 +1,5 @@
 """Replay at start: every process that can write (CLI, server, task cluster) first finishes the decisions a
-crashed writer left unapplied, in decided_at, id order. Each apply step is idempotent, so replaying a decision
+crashed writer left unapplied, in the order they were made (seq). Each apply step is idempotent, so replaying a decision
 that had already partly landed leaves no duplicate, no loss and no half-written file. Writers also replay under
 the lock before each decision (`core.exclusive`), so a long-running process never decides on stale state."""
 

@@ -54,10 +54,10 @@ _CANDIDATES = """
 SELECT id, root_key, workspace_id, target_filename, op, decided_at, applied_at, latest, latest_mutation, mutation
 FROM (
   SELECT id, root_key, workspace_id, target_filename, op, decided_at, applied_at,
-         ROW_NUMBER() OVER (PARTITION BY root_key, target_filename ORDER BY decided_at DESC, id DESC) AS latest,
+         ROW_NUMBER() OVER (PARTITION BY root_key, target_filename ORDER BY seq DESC) AS latest,
          ROW_NUMBER() OVER (PARTITION BY root_key, target_filename,
                                          (op IN ('add', 'update', 'delete') AND applied_at IS NOT NULL)
-                            ORDER BY decided_at DESC, id DESC) AS latest_mutation,
+                            ORDER BY seq DESC) AS latest_mutation,
          (op IN ('add', 'update', 'delete') AND applied_at IS NOT NULL) AS mutation
   FROM memory_decisions
   WHERE (root_key, target_filename) IN (

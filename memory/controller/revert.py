@@ -12,9 +12,8 @@ from memory.domain.models import canonical_json, sha256_text, utc_now
 from memory.models import Decision
 from memory.store import files
 
-from .apply import apply_decision
-from .core import Outcome, exclusive
-from .decision_log import last_decision_id, new_decision, persist_decision
+from .core import Outcome, exclusive, persist_and_apply
+from .decision_log import last_decision_id, new_decision
 from .roots import ref_from_row, resolve_root
 
 _INVERSE = {Op.ADD: Op.DELETE, Op.UPDATE: Op.UPDATE, Op.DELETE: Op.ADD}
@@ -40,7 +39,7 @@ def revert_decision(decision_id: str, *, origin: Origin, session_id: str, config
         if root is None:
             raise NotFound("The decision's workspace is not known on this machine.",
                            details={"decision_id": decision_id, "workspace_id": original.workspace_id})
-        existing = Decision.objects.filter(reverts=decision_id, applied_at__isnull=False).order_by("decided_at").first()
+        existing = Decision.objects.filter(reverts=decision_id, applied_at__isnull=False).order_by("seq").first()
         current = _current_text(root, original.target_filename)
         if existing is not None and _matches(current, existing):
             return Outcome(existing, applied=False, dry_run=dry_run)
@@ -72,8 +71,7 @@ def revert_decision(decision_id: str, *, origin: Origin, session_id: str, config
         if stored is not None:
             # The same revert was decided before and the file is back where it was: a retry.
             return Outcome(stored, applied=False, dry_run=False)
-        persist_decision(decision)
-        apply_decision(decision, root=root)
+        persist_and_apply(decision, root=root)
         return Outcome(decision, applied=True, dry_run=False)
 
 

@@ -259,7 +259,7 @@ def _decision_of(run: Consolidation) -> Decision | None:
     return (Decision.objects.filter(candidate_hash=run.candidate_hash,
                                     root_key=workspace_ref(run.workspace_id).root_key,
                                     decided_at__gte=run.started_at)
-            .order_by("-decided_at", "-id").first())
+            .order_by("-seq", "-id").first())
 
 
 class LockLost(Exception):

@@ -15,6 +15,7 @@ from memory.catalog.indexer import current_generation, mark_derivation_current
 from memory.catalog.vectors import model_id, vector_state
 from memory.controller.core import exclusive
 from memory.controller.events import event_record
+from memory.controller.holds import held_roots
 from memory.controller.reconcile import reindex_root
 from memory.domain.document import Limits
 from memory.domain.enums import EventOp, Scope
@@ -26,7 +27,7 @@ from memory.store import roots as store_roots
 from .extractor import extractor_health
 from .inputs import Caller, Selector, all_workspaces_field
 from .resolution import KnownWorkspace, Span, resolve_span
-from .results import Health, ReindexResult, ReindexRoot, WorkspaceHealth, iso
+from .results import Health, HeldRootReport, ReindexResult, ReindexRoot, WorkspaceHealth, iso
 from .root_discovery import administered_refs_across, workspace_refs
 
 
@@ -105,6 +106,12 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         reasons.append(f"{len(totals.invalid)} file(s) that are not valid memory documents")
     if unapplied:
         reasons.append(f"{unapplied} unapplied decision(s)")
+    held = [HeldRootReport(root_key=h.root_key, workspace_id=h.workspace_id, reason=h.reason, message=h.message,
+                           decision_id=h.decision_id, since=iso(h.since), last_attempt_at=iso(h.last_attempt_at),
+                           attempts=h.attempts)
+            for h in held_roots(root_keys)]
+    for root in held:
+        reasons.append(f"{root.root_key} is held ({root.reason}): its decisions wait until it can be written")
     if totals.missing_vectors:
         reasons.append(f"{totals.missing_vectors} chunk(s) without a vector")
     if totals.other_model:
@@ -129,6 +136,7 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         invalid_files=totals.invalid,
         drift=totals.drift,
         unapplied_decisions=unapplied,
+        held_roots=held,
         last_reindex=iso(last_reindex),
         operation_count=events.count(),
         last_operation_at=iso(last_operation),

@@ -93,7 +93,7 @@ def decision_list(*, data: DecisionListInput, caller: Caller) -> DecisionList:
                "scope": data.scope, "agent": data.agent_name, "tier": data.agent_tier,
                "workspaces": span.workspace_ids, "across": span.across}
     rows, page = page_of(
-        queryset.order_by("-decided_at", "-id").defer("post_content", "prior_content"),
+        queryset.order_by("-seq", "-id").defer("post_content", "prior_content"),
         cursor=data.cursor, limit=data.limit, binding=binding,
     )
     return DecisionList(decisions=[decision_summary(row) for row in rows], page=Page(**page))

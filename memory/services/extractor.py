@@ -376,7 +376,7 @@ def extractor_sessions(*, data: ExtractorSessionsInput, caller: Caller) -> Extra
 def extractor_candidates(*, data: SessionCandidatesInput, caller: Caller) -> SessionCandidates:
     """The candidates a session produced, as the decisions the controller made for them (origin extractor)."""
     state = ExtractorSession.objects.filter(session_id=data.session_id).first()
-    decisions = Decision.objects.filter(origin="extractor", session_id=data.session_id).order_by("decided_at", "id")
+    decisions = Decision.objects.filter(origin="extractor", session_id=data.session_id).order_by("seq", "id")
     return SessionCandidates(session=_session_view(state) if state else None,
                              decisions=[DecisionSummary(**decision_summary(d)) for d in decisions])
 

@@ -256,6 +256,20 @@ class WorkspaceHealth(Result):
     last_operation_at: str | None
 
 
+class HeldRootReport(Result):
+    """A memory root whose decisions wait: its filesystem is full or read-only, or its workspace is no longer at
+    the registered path. The next replay (any command, the server every minute) retries it."""
+
+    root_key: str
+    workspace_id: str
+    reason: str
+    message: str
+    decision_id: str
+    since: str | None
+    last_attempt_at: str | None
+    attempts: int
+
+
 class Health(Result):
     status: str
     reason: str
@@ -270,6 +284,8 @@ class Health(Result):
     invalid_files: list[dict[str, str]]
     drift: list[dict[str, Any]]
     unapplied_decisions: int
+    # Roots replay could not write to; their decisions wait (in order) and the other roots carry on.
+    held_roots: list[HeldRootReport]
     last_reindex: str | None
     operation_count: int
     last_operation_at: str | None

@@ -565,7 +565,7 @@ def session_show(*, data: SessionIdInput, caller: Caller) -> SessionShow:
     root_key = ScopeRef(scope=Scope.WORKSPACE, workspace_id=session.workspace_id).root_key
     decisions = (Decision.objects.filter(root_key=root_key, target_filename=CHECKPOINT_FILENAME,
                                          session_id=session.session_id)
-                 .order_by("decided_at", "id").defer("post_content", "prior_content"))
+                 .order_by("seq", "id").defer("post_content", "prior_content"))
     return SessionShow(
         session=_view(session),
         snapshot=SessionSnapshotView(sha256=session.snapshot.sha256, generation=session.snapshot.generation,

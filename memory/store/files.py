@@ -3,6 +3,7 @@ those are called only by the controller's apply step (and its MEMORY.md renderer
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -145,6 +146,13 @@ def atomic_write(path: Path, text: str, *, step: Step = _noop_step) -> None:
     The rename replaces a symlink at the target, never what it points to. `step` is called at each boundary so
     the crash tests can kill the writer there.
     """
+    commit_reserved(reserve_write(path, text), path, step=step)
+
+
+def reserve_write(path: Path, text: str) -> Path:
+    """Write `text` to a durable temp file beside `path` and return it: the bytes are on the disk before anyone
+    relies on them (the controller reserves a file's space before it commits the decision). A write that fails
+    (a full disk, a read-only filesystem) removes its temp file, so no 0-byte leftover stays behind."""
     ensure_dir(path.parent)
     temp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
     data = text.encode("utf-8")
@@ -155,12 +163,29 @@ def atomic_write(path: Path, text: str, *, step: Step = _noop_step) -> None:
             written = os.write(fd, view)
             view = view[written:]
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        discard_reserved(temp)
+        raise
+    os.close(fd)
+    return temp
+
+
+def commit_reserved(temp: Path, path: Path, *, step: Step = _noop_step) -> None:
+    """Rename a reserved temp file over its target and fsync the directory."""
     step("after_temp_write")
-    os.replace(temp, path)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        discard_reserved(temp)
+        raise
     fsync_dir(path.parent)
     step("after_rename")
+
+
+def discard_reserved(temp: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)
 
 
 def append_durably(path: Path, text: str) -> bool:

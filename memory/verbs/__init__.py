@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, get_type_hints
 
+from django.db import OperationalError
+
 from memory.domain.errors import (
     CompozyError,
     ScopeInvalid,
     ValidationError,
     WorkspaceRequired,
+    environment_error,
 )
 
 AGENT_TOOLSET = "compozy__memory"
@@ -110,8 +113,17 @@ class Verb:
         return tuple(dict.fromkeys((*COMMON_ERRORS, *self.errors)))
 
     def run(self, fields: Mapping[str, Any], caller: Any, **kwargs: Any) -> Any:
-        """Parse the fields into the input model (unknown fields refused) and call the service once."""
-        return self.service(data=self.input.parse(dict(fields)), caller=caller, **kwargs)
+        """Parse the fields into the input model (unknown fields refused) and call the service once. Failures of the
+        environment (a database held by another process's write, a full or read-only filesystem) become their
+        stable codes here, once for every surface, instead of tracebacks and 500s."""
+        data = self.input.parse(dict(fields))
+        try:
+            return self.service(data=data, caller=caller, **kwargs)
+        except (OperationalError, OSError) as exc:
+            translated = environment_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
 
 
 # The modules declaring verbs, one per noun. A new noun adds its module here.

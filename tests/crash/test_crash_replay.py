@@ -270,7 +270,9 @@ def assert_stopped_at(run: Run, op: str, step: str) -> str:
         listed = (run.root / "MEMORY.md").read_text("utf-8").count(f"]({filename})")
         assert listed == (1 if step in LISTED_BEFORE_COMMIT else 0), f"MEMORY.md after a kill at {step}"
     leftovers = temp_files(run)
-    if step == "after_temp_write" and op != "reject":
+    # An add or update writes its file's temp copy before the decision commits (the space is reserved while
+    # nothing is decided yet), so a kill right after the commit leaves it too; replay removes it.
+    if step in ("after_decision_commit", "after_temp_write") and op in ("add", "update"):
         assert len(leftovers) == 1 and Path(leftovers[0]).parent == run.root, leftovers
     else:
         assert leftovers == []
