@@ -8,7 +8,7 @@ from django.db.models import Q
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory", "0015_session_turns_fts")]
+    dependencies = [("memory", "0017_recall_sessions")]
 
     operations = [
         migrations.AddField(model_name="decision", name="seq", field=models.BigIntegerField(null=True)),
