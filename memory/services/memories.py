@@ -8,11 +8,11 @@ from pydantic import Field
 
 from memory.catalog.indexer import DiskFile, entry_fields
 from memory.domain.document import check_body, normalize_body, split_frontmatter
-from memory.domain.enums import MemoryType, RequestKind, Scope
+from memory.domain.enums import MUTATING_OPS, MemoryType, Op, RequestKind, Scope
 from memory.domain.errors import ValidationError
 from memory.domain.models import Candidate, Frontmatter, sha256_text, utc_now
 from memory.domain.names import memory_filename, parse_filename, validate_filename
-from memory.models import CatalogEntry
+from memory.models import CatalogEntry, Decision
 from memory.recall.package import staleness_banner
 from memory.store import files
 
@@ -212,12 +212,21 @@ def memory_delete(*, data: DeleteInput, caller: Caller) -> WriteResult:
     ref = file_ref(data, filename, resolved)
     root = resolved.root(ref)
     if (not CatalogEntry.objects.filter(root_key=ref.root_key, filename=filename).exists()
-            and files.read_bytes(root, filename) is None):
+            and files.read_bytes(root, filename) is None and not _deleted_last(ref.root_key, filename)):
         # Deleting nothing is an error, as showing nothing is: a typo must not pass for a delete. A file on disk
-        # that the catalog has not seen (a hand edit, a broken file) goes on to the controller, which decides.
+        # that the catalog has not seen (a hand edit, a broken file) goes on to the controller, which decides; so
+        # does a file whose last change was a delete, so that a retried delete (after a crash, or twice) gets its
+        # decision back instead of an error.
         raise document_missing(filename, ref)
     candidate = Candidate(
         ref=ref, origin=caller.origin, kind=RequestKind.DELETE, target_filename=filename, named_target=True,
         session_id=caller.session_id,
     )
     return candidate_submit(candidate, root=root, config=resolved.config, dry_run=data.dry_run)
+
+
+def _deleted_last(root_key: str, filename: str) -> bool:
+    changes = Decision.objects.filter(root_key=root_key, target_filename=filename,
+                                      op__in=[op.value for op in MUTATING_OPS])
+    last = changes.order_by("-seq").values_list("op", flat=True).first()
+    return last == Op.DELETE.value
