@@ -500,7 +500,9 @@ def test_the_session_scenarios_exercise_what_they_claim(outcomes):
     history = results[11]
     assert (history["rows"], history["archived"]) == (5, 3)  # compaction archived three rows and deleted none
     ops = [event["op"] for event in history["events"]]
-    assert ops[0] == "memory.session.started" and ops[-1] == "memory.session.stopped", ops
+    # The stop also asks the extractor for the turns it has not read (8ae045e): its own event may follow.
+    session_ops = [op for op in ops if op.startswith("memory.session.")]
+    assert session_ops[0] == "memory.session.started" and session_ops[-1] == "memory.session.stopped", ops
     assert "memory.session.compaction.archived" in ops and "memory.session.checkpoint.updated" in ops
     for surface, actor in (("cli", "cli"), ("http", "http"), ("uds", "uds")):
         started = outcomes[f"{surface}:sessions"][11][1]["events"][0]
