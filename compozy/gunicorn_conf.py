@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 umask = 0o177  # the socket file is created 0600: access to it is the UDS credential
-worker_class = "gthread"
+# gunicorn's gthread worker, answering the requests gunicorn refuses itself (414, 431, 400) with JSON errors.
+worker_class = "compozy.gunicorn_worker.JsonErrorWorker"
 workers = 2  # both cores; threads absorb slow requests without a worker timeout killing them
 threads = 4
 timeout = 60

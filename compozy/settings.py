@@ -169,7 +169,7 @@ Q_CLUSTER = {
 }
 
 REST_FRAMEWORK = {
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["memory.api.renderers.SafeJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memory.api.parsers.SafeJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["memory.api.auth.BearerOrSocketAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

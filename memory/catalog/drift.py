@@ -37,7 +37,7 @@ def invalid_reason(root: Path, filename: str, limits: Limits | None = None) -> s
         raw = files.read_bytes(root, filename)
         if raw is None:
             return None
-        document = parse_document(raw.decode("utf-8"))
+        document = parse_document(raw.decode("utf-8"), filename=filename)
         if limits is not None:
             # A hand edit is held to the caps a controller-authored body is: an oversized file is as invalid as a
             # broken one, so it is never indexed, recalled or injected.

@@ -15,7 +15,7 @@ from compozy.config import Config
 from memory.catalog import sql
 from memory.catalog.drift import invalid_reason
 from memory.catalog.queries import RootCatalogView
-from memory.domain.document import Document, Limits, parse_document, render_document
+from memory.domain.document import Document, Limits, check_filename_type, parse_document, render_document
 from memory.domain.enums import MUTATING_OPS, ControllerMode, Op, Origin
 from memory.domain.errors import (
     DOCUMENT_ERRORS,
@@ -322,6 +322,8 @@ def build_decision(candidate: Candidate, verdict: Verdict, *, root: Path, now: d
     post_content = ""
     if verdict.op in (Op.ADD, Op.UPDATE):
         front = stamp_provenance(candidate, prior_text, now)
+        # Every write path ends here: no decision may write a memory whose filename names another type.
+        check_filename_type(verdict.target_filename, front.type.value)
         frontmatter = front.yaml_dict()
         post_content = render_document(front, candidate.body)
     elif verdict.op == Op.NOOP and candidate.frontmatter is not None:

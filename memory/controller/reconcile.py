@@ -135,7 +135,7 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str, limits: Limits | No
         if entry is not None and sha256_text(text) == entry[0]:
             return ReconcileResult()
         try:
-            document = parse_document(text)
+            document = parse_document(text, filename=filename)
             if limits is not None:
                 check_hand_edit(document, limits)
         except DOCUMENT_ERRORS as exc:
@@ -193,7 +193,7 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
             continue
         try:
             text = data.decode("utf-8")
-            document = parse_document(text)
+            document = parse_document(text, filename=filename)
             if limits is not None:
                 check_hand_edit(document, limits)
             row = entry_row(ref, DiskFile(filename, text, digest, len(data), stat.st_mtime_ns), document)

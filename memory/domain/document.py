@@ -13,6 +13,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from .errors import ValidationError
 from .models import Frontmatter, translate_pydantic_error
+from .names import document_kind
 from .text import hidden_characters
 
 _FRONTMATTER_START = re.compile(r"\A---[ \t]*\r?\n")
@@ -187,7 +188,9 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
     return metadata, body
 
 
-def parse_document(text: str) -> Document:
+def parse_document(text: str, *, filename: str | None = None) -> Document:
+    """A document's frontmatter and body. With its `filename`, the type the name declares (`user_x.md`) must be
+    the frontmatter's: a hand edit that changes one and not the other is invalid, like broken YAML."""
     # Before the YAML: a conflict inside the frontmatter may still parse, and one in the body always would.
     marker = conflict_marker_line(text)
     if marker is not None:
@@ -199,7 +202,20 @@ def parse_document(text: str) -> Document:
         front = Frontmatter.model_validate(metadata)
     except PydanticValidationError as exc:
         raise translate_pydantic_error(exc) from None
+    if filename is not None:
+        check_filename_type(filename, front.type.value)
     return Document(frontmatter=front, body=normalize_body(body))
+
+
+def check_filename_type(filename: str, memory_type: str) -> None:
+    """A curated memory's filename starts with its type: `user_x.md` holds a memory of type user, never project.
+    Ad-hoc notes (`ad_hoc_…`) carry any type."""
+    declared = document_kind(filename)
+    if declared not in (None, "ad_hoc") and declared != memory_type:
+        raise ValidationError(f"{filename} is named for type {declared}, but its type is {memory_type}: the "
+                              "filename prefix must match the type.",
+                              details={"field": "type", "filename": filename, "reason": "type_mismatch",
+                                       "filename_type": declared, "type": memory_type})
 
 
 def render_document(front: Frontmatter, body: str) -> str:

@@ -26,17 +26,23 @@ MAX_SESSION_ID_LENGTH = 128
 # a page of the inspector and a directory under _inbox/, so it is one path segment of safe characters.
 SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 SESSION_ID_RULE = "1 to 128 letters, digits and . _ : @ -, starting with a letter or digit"
+_SESSION_ID = re.compile(SESSION_ID_PATTERN)
 
 
 def validate_session_id(value: str, *, field: str = "session_id") -> str:
-    """Refuse a session id the session columns cannot hold, or one carrying control characters (a header or an
-    environment variable is not checked by any input model)."""
+    """The one rule for a session id, however it arrives (`--session`, $COMPOZY_SESSION_ID, `X-Compozy-Session`, a
+    hook payload, an input field): SESSION_ID_PATTERN. A header or an environment variable is checked by no input
+    model, and the id is stored in decisions and provenance and names a directory under _inbox/, so a path
+    (`../../x`), markup (`<script>`) or a control character is refused before anything records it."""
     if len(value) > MAX_SESSION_ID_LENGTH:
         raise ValidationError(f"The {field} is longer than {MAX_SESSION_ID_LENGTH} characters.",
                               details={"field": field, "reason": "too_long", "max_length": MAX_SESSION_ID_LENGTH})
     if not value.isprintable():
         raise ValidationError(f"The {field} holds a control character.",
                               details={"field": field, "reason": "control_character"})
+    if not _SESSION_ID.match(value):
+        raise ValidationError(f"The {field} must be {SESSION_ID_RULE}.",
+                              details={"field": field, "reason": "pattern", "rule": SESSION_ID_RULE})
     return value
 
 

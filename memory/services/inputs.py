@@ -4,23 +4,80 @@ alike), the selector fields most inputs share, and the caller."""
 from __future__ import annotations
 
 import enum
+import re
 import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from memory.domain.enums import AgentTier, Origin, Scope
+from memory.domain.errors import ValidationError
 from memory.domain.models import translate_pydantic_error
 from memory.domain.names import validate_session_id
 
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "text"}
+
+
+def _lone_surrogate(value: Any) -> bool:
+    """Whether a value holds a lone surrogate anywhere (JSON's `"\\ud800"` decodes to one): no UTF-8 file,
+    column or response can carry it."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_lone_surrogate(key) or _lone_surrogate(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return any(_lone_surrogate(item) for item in value)
+    return False
+
+
+def _of_type(value: Any, kind: type) -> bool:
+    """A value of the field's JSON type, or the text a query string, a form or a flag carries for it. Nothing
+    else is coerced: `"yes"` is not true, `true` is not 1, `5` is not a name."""
+    if kind is bool:
+        return isinstance(value, bool) or (isinstance(value, str) and value.lower() in ("true", "false"))
+    if kind is int:
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()) is not None)
+    if kind is float:
+        return (isinstance(value, int | float) and not isinstance(value, bool)) or (
+            isinstance(value, str) and _NUMBER_TEXT.fullmatch(value.strip()) is not None)
+    return isinstance(value, str)
+
 
 class Input(BaseModel):
-    """Base of every service input: unknown fields are errors, on every surface alike."""
+    """Base of every service input: unknown fields are errors, on every surface alike, and so are values of the
+    wrong type (strict types, checked here once rather than per field) and text no UTF-8 file can hold."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict_values(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for name, value in data.items():
+            if _lone_surrogate(name) or _lone_surrogate(value):
+                # The value itself is left out of the error, and the name made printable: the error document must
+                # render as UTF-8 too.
+                shown = str(name).encode("utf-8", "replace").decode("utf-8")
+                raise ValidationError(f"{shown} holds a lone surrogate, which is not valid Unicode text.",
+                                      details={"field": shown, "reason": "encoding"})
+            info = cls.model_fields.get(name)
+            kind = unwrap_optional(info.annotation) if info is not None else None
+            if value is not None and kind in _EXPECTED and not _of_type(value, kind):
+                raise ValidationError(f"{name} must be {_EXPECTED[kind]}, not {type(value).__name__} "
+                                      f"{str(value)[:40]!r}.",
+                                      details={"field": name, "reason": "type", "expected": _EXPECTED[kind]})
+        return data
 
     @classmethod
     def parse(cls, data: dict[str, Any]) -> Any:
@@ -88,6 +145,9 @@ class Caller:
     cwd: Path | None = None
     session_id: str | None = None
     parent_session_id: str | None = None
+    # The agent a confined caller acts for (an MCP agent session, never an operator): it may name only its own
+    # sessions, as it may name only its own agent memory.
+    agent: str | None = None
 
     def __post_init__(self) -> None:
         # Every surface builds a Caller from something no input model checked (a header, an environment

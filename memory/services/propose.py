@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memory.controller.core import previous_decision
 from memory.controller.events import event_record
-from memory.domain.document import check_body, normalize_body
+from memory.domain.document import check_body, check_filename_type, normalize_body
 from memory.domain.enums import EventOp, MemoryType, Origin, RequestKind, Scope
 from memory.domain.errors import Rejected, ValidationError
 from memory.domain.models import Candidate, Frontmatter, canonical_json, sha256_text, utc_now
@@ -173,6 +173,9 @@ def _fill_from_existing(data: ProposeInput, selectors: dict[str, Any], caller: C
         raise ValidationError("An update names its memory: filename, or type and name.",
                               details={"field": "filename", "reason": "update_target"})
     memory_type, _slug = parse_filename(filename)
+    if data.type is not None:
+        # An update of user_x.md as type project would write another file, project_x.md: refused instead.
+        check_filename_type(filename, data.type.value)
     resolved = resolve(Selector.parse(selectors), caller)
     ref = resolve_ref(Selector.parse(selectors), memory_type, resolved)
     stored = document_find(resolved.root(ref), filename)

@@ -123,6 +123,20 @@ def resolve_span(workspace: str | None, caller: Caller, *, all_workspaces: bool)
     return Span(resolved=Resolved(None, get_config(None)), workspaces=tuple(known_workspaces()), across=True)
 
 
+def confined_to(named: object, *, own: str | None, caller: Caller) -> bool:
+    """Whether a workspace a confined caller named is its own workspace (`own`, or the one around its cwd), by
+    ULID or by any path inside it. Anything that does not resolve to that same workspace is another one: an
+    unknown id, a directory without a workspace (a write could create one there), or no own workspace at all."""
+    if not isinstance(named, str):
+        return False
+    try:
+        mine = resolve_workspace(own, caller, create=False)
+        theirs = resolve_workspace(named, caller, create=False)
+    except (ValidationError, WorkspaceRequired):
+        return False
+    return mine is not None and theirs is not None and mine.id == theirs.id
+
+
 def narrowed_to_global(scope: Scope | None, resolved: Resolved, caller: Caller, *, done: str) -> str | None:
     """Outside any workspace a read sees global memory only. Said, because an empty or thin answer from the wrong
     directory otherwise looks like the project's memory has nothing. `done` names the read: "searched", "listed"."""

@@ -14,7 +14,7 @@ from memory.catalog.indexer import current_generation
 from memory.catalog.turns_fts import search_turns
 from memory.controller.best_effort import best_effort_write
 from memory.domain.enums import AgentTier, Scope
-from memory.domain.errors import NotFound, ValidationError
+from memory.domain.errors import NotFound, ScopeInvalid, ValidationError
 from memory.domain.models import ScopeRef, canonical_json, needs_workspace, sha256_text, utc_now
 from memory.domain.names import SESSION_ID_PATTERN, validate_filename
 from memory.models import Injection, Session, Snapshot
@@ -123,9 +123,9 @@ def snapshot_assemble(*, data: SnapshotInput, caller: Caller, session: SessionFi
         raise ValidationError("_system/ artifacts never enter a snapshot.", details={"field": "include_system"})
     resolved = resolve(data, caller)
     if data.parent_session_id:
-        return _inherit(data, resolved, session or SessionFields())
+        return _inherit(data, resolved, session or SessionFields(), caller)
     if data.session_id:
-        frozen = _session(data.session_id, resolved)
+        frozen = _own_session(_session(data.session_id, resolved), caller, "session_id")
         if frozen is not None:
             # A delivered prompt is never rewritten: the session keeps the snapshot it started with.
             return _result(frozen.snapshot, data.session_id, frozen.parent_session_id or None, cached=True)
@@ -147,7 +147,8 @@ def snapshot_assemble(*, data: SnapshotInput, caller: Caller, session: SessionFi
         _memo[(_memo_scope(), request_hash, generation)] = (
             stored.id, stored.text, stored.sha256, list(stored.entries))
         if data.session_id:
-            _record_session(data.session_id, "", resolved, stored, data.agent_name or "", session or SessionFields())
+            _record_session(data.session_id, "", resolved, stored, data.agent_name or caller.agent or "",
+                            session or SessionFields())
         return _result(stored, data.session_id, None, cached=cached)
     raise ValidationError("Memory kept changing while the snapshot was assembled; try again.",
                           details={"reason": "unstable_generation"})
@@ -248,16 +249,27 @@ def _record_session(session_id: str, parent: str, resolved: Resolved, stored: Sn
         pass  # the same session started twice at once; the first record stands
 
 
-def _inherit(data: SnapshotInput, resolved: Resolved, fields: SessionFields) -> SnapshotResult:
-    parent = _session(data.parent_session_id or "", resolved)
+def _own_session(row: Session | None, caller: Caller, field: str) -> Session | None:
+    """A session row, refused to an agent when another agent ran it: its frozen snapshot holds that agent's
+    private tiers. Refused like naming the agent itself (memory.scope.invalid, reason other_agent); a session that
+    ran for no agent holds no agent tier and stays readable in its workspace."""
+    if row is not None and caller.agent and row.agent_name and row.agent_name != caller.agent:
+        raise ScopeInvalid(f"This session acts for agent '{caller.agent}': {field} names a session of another "
+                           "agent, whose snapshot holds that agent's private memory.",
+                           details={"field": field, "reason": "other_agent", "agent": caller.agent})
+    return row
+
+
+def _inherit(data: SnapshotInput, resolved: Resolved, fields: SessionFields, caller: Caller) -> SnapshotResult:
+    parent = _own_session(_session(data.parent_session_id or "", resolved), caller, "parent_session_id")
     if parent is None:
         raise NotFound(f"Parent session {data.parent_session_id} has no snapshot.",
                        details={"parent_session_id": data.parent_session_id})
     if data.session_id:
-        existing = Session.objects.filter(session_id=data.session_id).first()
+        existing = _own_session(Session.objects.filter(session_id=data.session_id).first(), caller, "session_id")
         if existing is None:
             _record_session(data.session_id, data.parent_session_id or "", resolved, parent.snapshot,
-                            data.agent_name or "", fields)
+                            data.agent_name or caller.agent or "", fields)
     # A sub-agent receives exactly its parent's bytes, read-only.
     return _result(parent.snapshot, data.session_id, data.parent_session_id, cached=True)
 

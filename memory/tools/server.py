@@ -25,6 +25,7 @@ from memory.domain.enums import Origin, Scope
 from memory.domain.errors import CompozyError, ScopeInvalid
 from memory.domain.names import parse_filename
 from memory.services.inputs import Caller
+from memory.services.resolution import confined_to
 from memory.services.scopes import agent_write_selector
 from memory.verbs import ADMIN_TOOLSET, AGENT_TOOLSET, Verb, all_verbs
 from memory.verbs.schema import input_schema, output_schema
@@ -57,11 +58,23 @@ class Session:
 
     def caller(self) -> Caller:
         return Caller(origin=Origin.TOOL, cwd=Path(self.cwd) if self.cwd else None, session_id=self.session_id,
-                      parent_session_id=self.parent_session_id)
+                      parent_session_id=self.parent_session_id, agent=None if self.operator else self.agent)
+
+    def _confine_workspace(self, named: Any) -> None:
+        """An agent works in the workspace its server was started in (--workspace, else the one around its
+        directory): naming another one, to read or to write, is refused like all_workspaces is. Naming its own
+        (by ULID or by a path inside it) is allowed. The operator (admin toolset) names any."""
+        if self.operator or named is None:
+            return
+        if not confined_to(named, own=self.workspace, caller=self.caller()):
+            raise ScopeInvalid("This agent session works in its own workspace only: leave workspace out (or name "
+                               "the workspace the server was started in).",
+                               details={"field": "workspace", "reason": "other_workspace"})
 
     def fields(self, verb: Verb, arguments: dict[str, Any]) -> dict[str, Any]:
         """The call's arguments, with the session's workspace and agent as defaults."""
         values = {key: value for key, value in arguments.items() if value is not None}
+        self._confine_workspace(values.get("workspace"))
         accepted = verb.input.model_fields
         name = verb.tool.name if verb.tool else ""
         # Global memory is the operator's (the spec's "operator-only"): an agent's own write tools may not name it,

@@ -8,6 +8,7 @@ from typing import Any
 from compozy.command import ProductCommand
 from memory.domain.errors import ValidationError
 from memory.tools.server import ADMIN_TOOLSET, AGENT_TOOLSET, Session, build_server
+from memory.tools.stdio import run_stdio
 
 
 class Command(ProductCommand):
@@ -43,4 +44,4 @@ class Command(ProductCommand):
         session = Session(session_id=options["session"], agent=options["agent"],
                           parent_session_id=options["parent_session"], workspace=workspace,
                           cwd=os.getcwd(), operator=ADMIN_TOOLSET in toolsets)
-        build_server(session, toolsets).run("stdio")
+        run_stdio(build_server(session, toolsets))
