@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "memory.background",
         # Project wiring: settings, URL routing, WSGI, the gunicorn config, the `compozy` console script.
         "compozy.cli", "compozy.command", "compozy.serving", "compozy.urls", "compozy.wsgi", "compozy.settings",
-        "compozy.gunicorn_conf", "compozy.logfilters", "compozy.hook_client",
+        "compozy.gunicorn_conf", "compozy.gunicorn_worker", "compozy.logfilters", "compozy.hook_client",
         "memory.apps",
     )),
     # bootstrap (migrate a fresh home, replay unapplied decisions) is the service every process calls first.

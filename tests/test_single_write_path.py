@@ -23,6 +23,7 @@ ALLOWED_WRITERS = {
     "compozy/settings.py": "the per-home secret key file",
     "compozy/home.py": "creates $COMPOZY_HOME and run/ 0700 and the database file 0600; tightens looser modes",
     "compozy/gunicorn_conf.py": "chmod of the Unix socket",
+    "memory/tools/stdio.py": "opens /dev/null read-only over fd 0 while MCP serves stdio (children read EOF)",
     "memory/management/commands/serve.py": "removes a stale Unix socket under $COMPOZY_HOME/run",
     "compozy/serving.py": "records the running server's address in $COMPOZY_HOME/run/serve.json",
     "compozy/command.py": "opens /dev/null over stdout once its reader has closed the pipe",
