@@ -24,4 +24,4 @@ def test_a_hand_written_file_whose_type_differs_from_its_filename_prefix_is_inva
     listed = cli("memory", "list", "-o", "json")
     assert "user_planted.md" not in listed.stdout, listed.stdout
     search = cli("memory", "search", "zqtabs", "-o", "json")
-    assert all(hit["filename"] != "user_planted.md" for hit in search.json["results"])
+    assert all(hit["memory"]["filename"] != "user_planted.md" for hit in search.json["results"])
