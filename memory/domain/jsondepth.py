@@ -24,6 +24,22 @@ def depth_over(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a decoded JSON value holds a lone surrogate anywhere, key or value (JSON's `"\\ud800"` decodes to
+    one, and JavaScript writes one when it cuts an emoji): no UTF-8 file, column or response can carry it."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(key) or has_lone_surrogate(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return any(has_lone_surrogate(item) for item in value)
+    return False
+
+
 class TooDeep(ValueError):
     """JSON nested past MAX_DEPTH."""
 

@@ -15,6 +15,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from memory.domain.enums import AgentTier, Origin, Scope
 from memory.domain.errors import ValidationError
+from memory.domain.jsondepth import has_lone_surrogate
 from memory.domain.models import translate_pydantic_error
 from memory.domain.names import validate_session_id
 
@@ -23,20 +24,6 @@ _NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)
 _EXPECTED = {bool: "true or false", int: "an integer", float: "a number", str: "text"}
 
 
-def _lone_surrogate(value: Any) -> bool:
-    """Whether a value holds a lone surrogate anywhere (JSON's `"\\ud800"` decodes to one): no UTF-8 file,
-    column or response can carry it."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(_lone_surrogate(key) or _lone_surrogate(item) for key, item in value.items())
-    if isinstance(value, list | tuple):
-        return any(_lone_surrogate(item) for item in value)
-    return False
 
 
 def _of_type(value: Any, kind: type) -> bool:
@@ -65,7 +52,7 @@ class Input(BaseModel):
         if not isinstance(data, dict):
             return data
         for name, value in data.items():
-            if _lone_surrogate(name) or _lone_surrogate(value):
+            if has_lone_surrogate(name) or has_lone_surrogate(value):
                 # The value itself is left out of the error, and the name made printable: the error document must
                 # render as UTF-8 too.
                 shown = str(name).encode("utf-8", "replace").decode("utf-8")

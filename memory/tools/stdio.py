@@ -24,6 +24,8 @@ import mcp_types as types
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
+from memory.domain.jsondepth import has_lone_surrogate
+
 # A line longer than this is refused without being held whole in memory (arguments are capped far below it).
 MAX_LINE_BYTES = 8 * 1024 * 1024
 
@@ -45,18 +47,6 @@ def _message_id(value: Any) -> int | str | None:
     return None
 
 
-def _surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(_surrogate(key) or _surrogate(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(_surrogate(item) for item in value)
-    return False
 
 
 def error_reply(line: bytes) -> dict[str, Any] | None:
@@ -73,7 +63,7 @@ def error_reply(line: bytes) -> dict[str, Any] | None:
     except ValueError as exc:
         return _error(None, types.PARSE_ERROR, f"Parse error: {exc}.", {"reason": "json"})
     message_id = _message_id(value)
-    if _surrogate(value):
+    if has_lone_surrogate(value):
         return _error(message_id, types.INVALID_REQUEST,
                       "Invalid request: a string holds a lone surrogate, which is not valid Unicode text.",
                       {"reason": "encoding"})

@@ -18,7 +18,7 @@ def files(server) -> list[str]:
 
 def decisions(server) -> list[tuple]:
     with sqlite3.connect(server.home / "compozy.db") as db:
-        return db.execute("SELECT id, session_id FROM memory_decisions ORDER BY id").fetchall()
+        return db.execute("SELECT id, session_id FROM memory_decisions ORDER BY seq").fetchall()
 
 
 def write_body(server, name: str, content: str, **extra) -> dict:
