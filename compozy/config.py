@@ -232,6 +232,10 @@ class SessionConfig(_Section):
     compaction: CompactionConfig = CompactionConfig()
     projection: ProjectionConfig = ProjectionConfig()
     hooks: HooksConfig = HooksConfig()
+    # A running session with no activity this long is stopped by the task cluster (reason idle); 0 never stops one.
+    idle_close_after: int = Field(14_400_000, ge=0)
+
+    _ms = field_validator("idle_close_after", mode="before")(classmethod(lambda cls, v: _duration_ms(v)))
 
 
 class ServerConfig(_Section):

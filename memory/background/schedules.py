@@ -15,6 +15,9 @@ from django.utils import timezone
 from memory.services.dreams import DREAM_SCHEDULE
 
 PRUNE_SCHEDULE = "compozy-decisions-prune"
+IDLE_SCHEDULE = "compozy-sessions-idle-close"
+# How often idle sessions are looked for: a session closes within this long after its idle time ran out.
+IDLE_CHECK_MINUTES = 15
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,7 @@ def wanted() -> list[Recurring]:
     return [
         Recurring(PRUNE_SCHEDULE, "memory.background.tasks.prune_decisions", Schedule.DAILY),
         Recurring(DREAM_SCHEDULE, "memory.background.tasks.dream_check", Schedule.MINUTES, every),
+        Recurring(IDLE_SCHEDULE, "memory.background.tasks.close_idle_sessions", Schedule.MINUTES, IDLE_CHECK_MINUTES),
     ]
 
 

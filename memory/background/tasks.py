@@ -23,6 +23,15 @@ def prune_decisions() -> dict:
     return result.to_json()
 
 
+def close_idle_sessions() -> dict:
+    """Stop the sessions idle for session.idle_close_after (their clients never said they ended)."""
+    from memory.domain.enums import Origin
+    from memory.services.inputs import Caller
+    from memory.services.sessions import session_close_idle
+
+    return session_close_idle(caller=Caller(origin=Origin.CLI)).to_json()
+
+
 def dream_check() -> dict:
     """The dreaming schedule: the gates of every workspace with activity, and a run where they all pass."""
     from memory.domain.enums import Origin

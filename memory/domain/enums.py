@@ -129,6 +129,9 @@ CHECKPOINT_TYPES = frozenset({SessionType.USER, SessionType.COORDINATOR, Session
 class SessionStatus(StrEnum):
     RUNNING = "running"
     STOPPED = "stopped"
+    # A snapshot was asked for this session id (`memory snapshot --session`), and its bytes are frozen, but no
+    # ledger session was started: it never shows as running and holds no events until `session start`.
+    SNAPSHOT = "snapshot"
 
 
 class ExtractorState(StrEnum):

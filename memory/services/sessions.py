@@ -199,7 +199,9 @@ class SessionHistoryInput(SessionIdInput):
 class SessionListInput(Input):
     workspace: str | None = _workspace_field()
     all_workspaces: bool = all_workspaces_field()
-    status: SessionStatus | None = Field(default=None, description="Only running or only stopped sessions.")
+    status: SessionStatus | None = Field(default=None, description=(
+        "Only running, only stopped, or only snapshot sessions (a snapshot was recorded for the id, no session "
+        "was started)."))
     session_type: SessionType | None = Field(default=None, description="Only sessions of this type.")
     cursor: str | None = cursor_field()
     limit: int | None = limit_field()
@@ -419,12 +421,19 @@ def session_start(*, data: SessionStartInput, caller: Caller) -> SessionStartRes
     snapshot = snapshot_assemble(
         data=SnapshotInput.parse({"session_id": session_id, "parent_session_id": data.parent_session_id,
                                   "query": data.query, "workspace": workspace, "agent_name": data.agent_name}),
-        caller=caller, session=SessionFields(type=data.session_type.value, context_window=data.context_window),
+        caller=caller, session=SessionFields(type=data.session_type.value, context_window=data.context_window,
+                                             status=SessionStatus.RUNNING.value),
     )
     session = _get(session_id, resolved)
     if existing is None:
         _session_event(EventOp.SESSION_STARTED, session, caller, type=session.type,
                        parent_session_id=session.parent_session_id or None)
+    elif session.status == SessionStatus.SNAPSHOT.value:
+        # Only a snapshot was recorded for this id: the session starts now, with the snapshot it already has.
+        Session.objects.filter(session_id=session_id).update(status=SessionStatus.RUNNING.value, started_at=utc_now())
+        session.refresh_from_db()
+        _session_event(EventOp.SESSION_STARTED, session, caller, type=session.type,
+                       parent_session_id=session.parent_session_id or None, from_snapshot=True)
     elif session.status == SessionStatus.STOPPED.value:
         # The agent resumed a stopped session: it runs again with the snapshot it started with.
         Session.objects.filter(session_id=session_id).update(status=SessionStatus.RUNNING.value, stopped_at=None)
@@ -545,10 +554,16 @@ def session_stop(*, data: SessionIdInput, caller: Caller) -> StopResult:
     session = _get(data.session_id, resolved)
     if session.status == SessionStatus.STOPPED.value:
         return StopResult(session=_view(session), checkpoint=CheckpointQueued(queued=False, reason="already_stopped"))
+    if session.status == SessionStatus.SNAPSHOT.value:
+        return StopResult(session=_view(session), checkpoint=CheckpointQueued(queued=False, reason="never_started"))
+    return _stop(session, caller)
+
+
+def _stop(session: Session, caller: Caller, **metadata: Any) -> StopResult:
     Session.objects.filter(session_id=session.session_id).update(status=SessionStatus.STOPPED.value,
                                                                  stopped_at=utc_now())
     session.refresh_from_db()
-    _session_event(EventOp.SESSION_STOPPED, session, caller, events=session.last_seq)
+    _session_event(EventOp.SESSION_STOPPED, session, caller, events=session.last_seq, **metadata)
     ineligible = checkpoints.ineligible_reason(session)
     if ineligible is None:
         transaction.on_commit(lambda: checkpoints.checkpoint_queue(session_id=session.session_id))
@@ -557,6 +572,35 @@ def session_stop(*, data: SessionIdInput, caller: Caller) -> StopResult:
         session_type=session.type, parent_session_id=session.parent_session_id or None))
     return StopResult(session=_view(session),
                       checkpoint=CheckpointQueued(queued=ineligible is None, reason=ineligible or "eligible"))
+
+
+class IdleCloseResult(Result):
+    closed: list[str]
+    idle_close_after_ms: int
+
+
+def session_close_idle(*, caller: Caller, now: datetime | None = None) -> IdleCloseResult:
+    """Stop every running session with no activity (its start, its newest ledger row, its last usage report) for
+    `session.idle_close_after`: clients that never send their end (an MCP agent, a killed terminal) would otherwise
+    stay running for ever. Each is stopped as `session_stop` stops it (the checkpoint queued when eligible), its
+    `memory.session.stopped` event saying `reason: idle`. The task cluster runs it on a schedule."""
+    from compozy.config import get_config
+
+    after = get_config(None).session.idle_close_after
+    if after <= 0:
+        return IdleCloseResult(closed=[], idle_close_after_ms=after)
+    cutoff = (now or utc_now()) - timedelta(milliseconds=after)
+    closed = []
+    candidates = Session.objects.filter(status=SessionStatus.RUNNING.value, started_at__lt=cutoff).filter(
+        Q(last_usage_at__isnull=True) | Q(last_usage_at__lt=cutoff))
+    for session in candidates.order_by("started_at", "session_id"):
+        latest = ledger.latest_ts(session.session_id)
+        if latest is not None and latest >= cutoff:
+            continue
+        idle_since = max(filter(None, [session.started_at, session.last_usage_at, latest]))
+        _stop(session, caller, reason="idle", idle_since=iso(idle_since))
+        closed.append(session.session_id)
+    return IdleCloseResult(closed=closed, idle_close_after_ms=after)
 
 
 def session_show(*, data: SessionIdInput, caller: Caller) -> SessionShow:
@@ -662,5 +706,5 @@ def session_resume(*, data: SessionIdInput, caller: Caller) -> ResumeResult:
                         left_out_older=replay.omitted_messages)
 
 
-__all__ = ["session_start", "session_append", "session_usage", "session_compact", "session_stop",
+__all__ = ["session_start", "session_append", "session_usage", "session_compact", "session_stop", "session_close_idle",
            "session_show", "session_events", "session_list", "session_resume"]

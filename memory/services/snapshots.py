@@ -116,6 +116,8 @@ class SessionFields:
 
     type: str = "user"
     context_window: int | None = None
+    # A snapshot alone records the session as `snapshot`, not `running`: only session_start runs a session.
+    status: str = "snapshot"
 
 
 def snapshot_assemble(*, data: SnapshotInput, caller: Caller, session: SessionFields | None = None) -> SnapshotResult:
@@ -236,6 +238,7 @@ def _record_session(session_id: str, parent: str, resolved: Resolved, stored: Sn
             if stored.pk is None:
                 stored.save(force_insert=True)  # the cache write was skipped while the database was busy
             Session.objects.create(session_id=session_id, parent_session_id=parent, type=fields.type,
+                                   status=fields.status,
                                    context_window=fields.context_window, workspace_id=resolved.workspace_id,
                                    agent_name=agent, snapshot=stored, started_at=now)
             Injection.objects.bulk_create([

@@ -98,6 +98,9 @@ def append(session_id: str, workspace_id: str, events: Iterable[NewEvent]) -> Ap
         head = cursor.fetchone()
         if head is None:
             raise NotFound(f"No session {session_id} here.", details={"session_id": session_id})
+        if head[0] == SessionStatus.SNAPSHOT.value:
+            raise Conflict(f"Session {session_id} has a snapshot but was never started; start it to append.",
+                           details={"session_id": session_id, "reason": "session_not_started"})
         if head[0] != SessionStatus.RUNNING.value:
             raise Conflict(f"Session {session_id} is stopped; start it again to append.",
                            details={"session_id": session_id, "reason": "session_stopped"})
@@ -281,3 +284,15 @@ def transcript_offset(session_id: str) -> int:
 def set_transcript_offset(session_id: str, offset: int) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("UPDATE memory_sessions SET transcript_offset = %s WHERE session_id = %s", [offset, session_id])
+
+
+def latest_ts(session_id: str) -> datetime | None:
+    """When the session's newest row happened (its own time, or when it was appended), or None for no rows."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT ts FROM memory_session_events WHERE session_id = %s ORDER BY seq DESC LIMIT 1",
+                       [session_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    ts = datetime.fromisoformat(row[0]) if isinstance(row[0], str) else row[0]
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts

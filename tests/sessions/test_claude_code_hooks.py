@@ -260,3 +260,18 @@ def test_session_start_after_compaction_adds_the_checkpoint_compaction_just_wrot
     assert shown["snapshot"]["text"] == first
     # A fresh start (source=startup) of the same session is the frozen section alone.
     assert json.loads(agent.hook("SessionStart").stdout)["hookSpecificOutput"]["additionalContext"] == first
+
+
+def test_a_snapshot_alone_records_no_running_session_until_the_session_starts(agent):
+    assert agent.cli("memory", "write", "--type", "project", "--name", "Billing Worker", "--description",
+                     "Where the billing worker runs",
+                     "--content", "The billing worker runs on the queue host.").code == 0
+    assert agent.cli("memory", "snapshot", "--session", SESSION, "--agent", "claude-code").code == 0
+    shown = agent.cli("session", "show", SESSION, "-o", "json").json["session"]
+    assert shown["status"] == "snapshot"
+    running = agent.cli("session", "list", "--status", "running", "-o", "json").json["sessions"]
+    assert SESSION not in [s["session_id"] for s in running]
+    agent.hook("SessionStart")
+    assert agent.cli("session", "show", SESSION, "-o", "json").json["session"]["status"] == "running"
+    history = agent.cli("session", "history", SESSION, "-o", "json").json["events"]
+    assert [e["op"] for e in history].count("memory.session.started") == 1
