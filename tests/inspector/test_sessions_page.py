@@ -33,7 +33,9 @@ def compacted(home, workspace_dir) -> str:
 def test_the_sessions_page_lists_this_workspaces_sessions_with_a_link_to_each(compacted):
     page = page_text(signed_in_client().get(f"/inspector/sessions/?workspace={compacted}"))
     assert f'href="/inspector/sessions/insp-1?workspace={compacted}"' in page
-    assert re.search(r"<td>user</td>\s*<td>running</td>\s*<td>coder</td>\s*<td>5</td>\s*<td>3</td>", page)
+    assert re.search(r'<td data-label="Type">user</td>\s*<td data-label="Status">running</td>\s*'
+                     r'<td data-label="Agent">coder</td>\s*<td data-label="Events">5</td>\s*'
+                     r'<td data-label="Archived">3</td>', page)
 
 
 def test_a_session_page_greys_out_archived_events_and_shows_snapshot_decisions_and_coverage(compacted,
