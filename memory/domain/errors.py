@@ -123,15 +123,6 @@ class DecisionPending(MemoryError_):
     exit_code = 11
 
 
-class WorkspaceDuplicate(MemoryError_):
-    """A workspace.toml found somewhere other than where its workspace is registered, while the registered
-    directory still holds it (a copied checkout). Nothing is shared or deleted until the operator adopts or forks."""
-
-    code = "memory.workspace.duplicate"
-    http_status = 409
-    exit_code = 4
-
-
 # errno → (reason, error class) for the failures that mean "this filesystem cannot take the write now", as
 # opposed to a bug: a root on such a filesystem is held, never a crash of the whole home.
 STORAGE_ERRNOS: dict[int, tuple[str, type[MemoryError_]]] = {
