@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from compozy.config import Config
+from compozy.config import Config, compozy_home
 from memory.catalog import sql
 from memory.catalog.drift import invalid_reason
 from memory.catalog.queries import RootCatalogView
@@ -81,8 +81,29 @@ def exclusive(config: Config) -> Iterator[None]:
     process start, keeps an older crashed write from later landing over a newer one.
     """
     with write_lock(config.memory.controller.lock_timeout):
+        clear_abandoned_reservation()
         replay_unapplied()
         yield
+
+
+def _reservation_marker() -> Path:
+    return compozy_home() / "run" / "reservation"
+
+
+def reservation_abandoned() -> bool:
+    """Whether a writer was killed between reserving its file and committing its decision (cheap: one stat)."""
+    return _reservation_marker().exists()
+
+
+def clear_abandoned_reservation() -> None:
+    """Remove the temp file a writer killed before its decision committed left in its root: no decision names
+    it, so no replay would. The caller holds the write lock, so no live writer is between reserve and commit."""
+    root = files.read_marker(_reservation_marker())
+    if root is None:
+        return
+    if root and Path(root).is_dir():
+        files.remove_stale_temp_files(Path(root))
+    files.remove_marker(_reservation_marker())
 
 
 def replay_unapplied() -> list[str]:
@@ -201,13 +222,19 @@ def persist_and_apply(decision: Decision, *, root: Path, document: Document | No
     """Commit the decision (with its file already reserved), then apply it. A storage failure after the commit
     holds the root and says so (`memory.decision.pending`): the decision is durable and the next replay applies
     it once the root can be written; it is never applied later without anyone being told."""
-    reserved = reserve(decision, root)
+    # Between the reserve and the commit a kill leaves a temp file that no decision names: the marker says where,
+    # for the next holder of the write lock (after the commit, replay owns the root's temp files).
+    files.write_marker(_reservation_marker(), str(root))
     try:
-        persist_decision(decision)
-    except BaseException:
-        if reserved is not None:
-            files.discard_reserved(reserved)
-        raise
+        reserved = reserve(decision, root)
+        try:
+            persist_decision(decision)
+        except BaseException:
+            if reserved is not None:
+                files.discard_reserved(reserved)
+            raise
+    finally:
+        files.remove_marker(_reservation_marker())
     ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
     try:
         apply_decision(decision, root=root, document=document, reserved=reserved)

@@ -5,7 +5,7 @@ the lock before each decision (`core.exclusive`), so a long-running process neve
 
 from __future__ import annotations
 
-from .core import replay_unapplied
+from .core import clear_abandoned_reservation, replay_unapplied, reservation_abandoned
 from .decision_log import unapplied_exist
 from .lock import write_lock
 
@@ -14,7 +14,8 @@ DEFAULT_LOCK_TIMEOUT_MS = 60_000
 
 def replay_pending(*, lock_timeout_ms: int = DEFAULT_LOCK_TIMEOUT_MS) -> list[str]:
     """The ids of the decisions replayed."""
-    if not unapplied_exist():
+    if not unapplied_exist() and not reservation_abandoned():
         return []
     with write_lock(lock_timeout_ms):
+        clear_abandoned_reservation()
         return replay_unapplied()

@@ -183,6 +183,25 @@ def commit_reserved(temp: Path, path: Path, *, step: Step = _noop_step) -> None:
     step("after_rename")
 
 
+def write_marker(path: Path, text: str) -> None:
+    """A small marker under $COMPOZY_HOME/run (never in a memory root), not fsync'd: it only has to outlive its
+    writer being killed, which the page cache does."""
+    ensure_dir(path.parent)
+    path.write_text(text, encoding="utf-8")
+
+
+def read_marker(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def remove_marker(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
 def discard_reserved(temp: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(temp)
