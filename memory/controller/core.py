@@ -136,17 +136,12 @@ def replay_unapplied() -> list[str]:
                       decision_id=decision.id)
             stopped.add(ref.root_key)
             continue
-        try:
-            if ref.root_key not in cleaned:
-                files.remove_stale_temp_files(root)
-                cleaned.add(ref.root_key)
-            apply_decision(decision, root=root, replaying=True, external=decision.origin == Origin.FILE.value)
-        except OSError as exc:
-            reason = storage_reason(exc)
-            if reason is None:
-                raise
-            hold_root(ref.root_key, workspace_id=ref.workspace_id, reason=reason, message=str(exc),
-                      decision_id=decision.id)
+        if ref.root_key not in cleaned and _apply_or_hold(decision, ref, files.remove_stale_temp_files, root):
+            stopped.add(ref.root_key)
+            continue
+        cleaned.add(ref.root_key)
+        if _apply_or_hold(decision, ref, apply_decision, decision, root=root, replaying=True,
+                          external=decision.origin == Origin.FILE.value):
             stopped.add(ref.root_key)
             continue
         replayed.append(decision.id)
@@ -154,6 +149,22 @@ def replay_unapplied() -> list[str]:
         if root_key not in stopped:
             release_root(root_key)
     return replayed
+
+
+def _apply_or_hold(decision: Decision, ref: ScopeRef, step: Any, *args: Any,
+                   **kwargs: Any) -> tuple[str, str | None] | None:
+    """Run one step of applying `decision`; a storage failure (a full or read-only filesystem) holds its root and
+    returns (reason, the OS's words) instead of raising. Every other error is raised."""
+    try:
+        step(*args, **kwargs)
+    except OSError as exc:
+        reason = storage_reason(exc)
+        if reason is None:
+            raise
+        hold_root(ref.root_key, workspace_id=ref.workspace_id, reason=reason, message=str(exc),
+                  decision_id=decision.id)
+        return reason, exc.strerror
+    return None
 
 
 def _not_the_workspace(ref: ScopeRef, root: Path) -> str | None:
@@ -236,17 +247,12 @@ def persist_and_apply(decision: Decision, *, root: Path, document: Document | No
     finally:
         files.remove_marker(_reservation_marker())
     ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
-    try:
-        apply_decision(decision, root=root, document=document, reserved=reserved)
-    except OSError as exc:
-        reason = storage_reason(exc)
-        if reason is None:
-            raise
-        hold_root(ref.root_key, workspace_id=ref.workspace_id, reason=reason, message=str(exc),
-                  decision_id=decision.id)
+    held = _apply_or_hold(decision, ref, apply_decision, decision, root=root, document=document, reserved=reserved)
+    if held:
+        reason, strerror = held
         raise DecisionPending(
             f"Decision {decision.id} is recorded, but {decision.target_filename} could not be written "
-            f"({exc.strerror or reason}). It will be applied when {ref.root_key} can be written again "
+            f"({strerror or reason}). It will be applied when {ref.root_key} can be written again "
             "(the next command or the server's periodic replay); `compozy memory health` shows the root as held.",
             details={"decision_id": decision.id, "root_key": ref.root_key, "reason": reason,
                      "filename": decision.target_filename},
