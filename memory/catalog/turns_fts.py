@@ -67,9 +67,29 @@ def search_turns(expression: str, *, workspace_id: str, limit: int, exclude_sess
         rows = cursor.fetchall()
     hits = []
     for session_id, seq, agent_name, content, ts, rank in rows:
-        if isinstance(ts, str):
-            ts = datetime.fromisoformat(ts)
-        if ts.tzinfo is None:
-            ts = ts.replace(tzinfo=UTC)
-        hits.append(TurnHit(session_id, seq, agent_name, content, ts, float(rank)))
+        hits.append(TurnHit(session_id, seq, agent_name, content, _aware(ts), float(rank)))
     return hits
+
+
+def turn_successors(anchors: list[tuple[str, int]], *, window: int) -> list[tuple[int, int, TurnHit]]:
+    """For each anchor (session id, seq), by its position in `anchors`, the next `window` turns of its session
+    (user and assistant messages only: tool calls and markers are not said): (anchor index, distance from 1,
+    turn). Each anchor is one indexed range read of its session."""
+    found: list[tuple[int, int, TurnHit]] = []
+    if window < 1:
+        return found
+    with connection.cursor() as cursor:
+        for index, (session_id, seq) in enumerate(anchors):
+            cursor.execute(
+                "SELECT session_id, seq, agent_name, content, ts FROM memory_session_events "
+                "WHERE session_id = %s AND seq > %s AND kind IN ('user_message', 'assistant_message') "
+                "ORDER BY seq LIMIT %s", [session_id, seq, window])
+            for distance, (sid, turn_seq, agent_name, content, ts) in enumerate(cursor.fetchall(), 1):
+                found.append((index, distance, TurnHit(sid, turn_seq, agent_name, content, _aware(ts), 0.0)))
+    return found
+
+
+def _aware(ts: datetime | str) -> datetime:
+    if isinstance(ts, str):
+        ts = datetime.fromisoformat(ts)
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)

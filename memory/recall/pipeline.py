@@ -138,7 +138,7 @@ class TermPattern:
         return min(starts) if starts else None
 
 
-def _term_pattern(query: RecallQuery) -> TermPattern:
+def term_pattern(query: RecallQuery) -> TermPattern:
     needles, whole = [], []
     for term in query.terms:
         prefix = len(term) >= 4 and term.isalnum()
@@ -168,7 +168,7 @@ def snippet(pattern: TermPattern, text: str, fragments: list[str] = ()) -> str: 
     return ("…" if begin else "") + flat[begin:end] + ("…" if end < len(flat) else "")
 
 
-def _terms_in(pattern: TermPattern, text: str) -> set[int]:
+def terms_in(pattern: TermPattern, text: str) -> set[int]:
     """The (1-based) positions of the query terms the text holds."""
     lowered = text.lower()
     # `in` first: most terms are in none of a question's ~180 headers and passages, and it answers those without a
@@ -192,7 +192,7 @@ class WordMatch:
 
 
 def _header_terms(pattern: TermPattern, name: str, description: str) -> set[int]:
-    return _terms_in(pattern, f"{name} {description}")
+    return terms_in(pattern, f"{name} {description}")
 
 
 def _header_factor(in_header: set[int]) -> float:
@@ -205,7 +205,7 @@ def rerank(query: RecallQuery, rows: list[RecallRow], pattern: TermPattern) -> l
     matches = []
     for row in rows:
         in_header = _header_terms(pattern, row.name, row.description)
-        covered = in_header | _terms_in(pattern, row.passage)
+        covered = in_header | terms_in(pattern, row.passage)
         content = -row.bm25 * (1 + COVERAGE_BOOST * len(covered) / max(1, len(query.terms)))
         matches.append(WordMatch(content, _header_factor(in_header), row))
     matches.sort(key=lambda match: (-match.value, match.row.filename))
@@ -614,7 +614,7 @@ def plan_recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top
         expression, split = word_ranking(cursor, query, common, generation, settings.raw_candidates)
         trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
                                                       unfound=unfound)
-    return RecallPlan(query, settings, root_keys, include_system, top_k, generation, _term_pattern(query),
+    return RecallPlan(query, settings, root_keys, include_system, top_k, generation, term_pattern(query),
                       sorted(rare | unseen, key=len, reverse=True), visible, expression, split, trigram_expression)
 
 

@@ -11,13 +11,13 @@ from pydantic import Field
 
 from compozy.config import compozy_home, get_config
 from memory.catalog.indexer import current_generation
-from memory.catalog.turns_fts import search_turns
 from memory.controller.best_effort import best_effort_write
 from memory.domain.enums import AgentTier, Scope
 from memory.domain.errors import NotFound, ScopeInvalid, ValidationError
 from memory.domain.models import ScopeRef, canonical_json, needs_workspace, sha256_text, utc_now
 from memory.domain.names import SESSION_ID_PATTERN, validate_filename
 from memory.models import Injection, Session, Snapshot
+from memory.recall.ledger import ledger_turns
 from memory.recall.pipeline import recall
 from memory.recall.query import parse_query
 from memory.sessions import snapshot as assembly
@@ -192,8 +192,8 @@ def _build(data: SnapshotInput, resolved: Resolved, caller: Caller) -> assembly.
             # Every scope with memories keeps at least the room to say how many it holds and how to find them.
             floor = assembly.INDEX_MIN_ROOM * sum(1 for _ref, items in entries if items.entries)
             index_room = min(wanted, max(floor, int(room * config.memory.snapshot.index_share_with_query)))
-            hits = search_turns(query.unicode_expression() or "", workspace_id=resolved.workspace_id,
-                                limit=LEDGER_HITS, exclude_session=data.session_id or "") \
+            hits = ledger_turns(query, workspace_id=resolved.workspace_id, limit=LEDGER_HITS,
+                                context=settings.context, exclude_session=data.session_id or "") \
                 if resolved.workspace else []
             recall_part = assembly.recall_section(
                 outcome, config, now, {ref.root_key: ref for ref in refs}, room=room - index_room, hits=hits,

@@ -210,7 +210,7 @@ def test_common_terms_are_left_out_of_the_trigram_query():
 def test_the_terms_a_text_holds_are_those_the_word_boundary_regex_finds():
     import re
 
-    from memory.recall.pipeline import TermPattern, _terms_in
+    from memory.recall.pipeline import TermPattern, terms_in
 
     pattern = TermPattern(("deploy", "db", "caf\u00e9"), (False, True, True))
     texts = ["Deployment of the DB", "redeploy the db2 and dbs", "under_db deploys", "the café opens", "cafés",
@@ -219,9 +219,9 @@ def test_the_terms_a_text_holds_are_those_the_word_boundary_regex_finds():
         lowered = text.lower()
         expected = {index for index, (needle, whole) in enumerate(zip(pattern.needles, pattern.whole, strict=True), 1)
                     if re.search(rf"(?<![^\W_]){re.escape(needle)}" + (r"(?![^\W_])" if whole else ""), lowered)}
-        assert _terms_in(pattern, text) == expected, text
-    assert _terms_in(pattern, "Deployment of the DB") == {1, 2}
-    assert _terms_in(pattern, "redeploy the db2 and dbs") == set()
+        assert terms_in(pattern, text) == expected, text
+    assert terms_in(pattern, "Deployment of the DB") == {1, 2}
+    assert terms_in(pattern, "redeploy the db2 and dbs") == set()
 
 
 def test_a_lists_part_of_the_score_is_the_reciprocal_rank_formula_for_every_rank_and_zero_when_absent():

@@ -96,6 +96,23 @@ def test_a_later_question_is_handed_the_dated_turn_with_its_relative_date_resolv
         {"source": e["source"], "filename": e["filename"]} for e in logged]
 
 
+def test_the_reply_to_a_matching_turn_is_handed_even_when_it_shares_no_word_with_the_question(ws):
+    """The answer to a question asked in a session is usually its reply, which need not repeat the question's
+    words: a turn said just after a match shares part of its value (session context, as recall ranks memories)."""
+    _turns(ws, "s1", "2023-05-08T13:56:00Z", [
+        ("Ana", "Which region hosts the staging database now?"),
+        ("Ben", "Frankfurt, since the move in March."),
+        ("Ana", "Thanks!"),
+    ])
+    text = s.start(ws, "later", query="Which region hosts the staging database?")["snapshot"]["text"]
+    assert "Ben: Frankfurt, since the move in March." in text
+    ledger = text[text.index("From earlier sessions"):]
+    # The matching question first, its reply next, the reply's own successor (no match, further away) not at all
+    # before them.
+    assert ledger.index("Ana: Which region") < ledger.index("Ben: Frankfurt")
+    assert "Thanks!" not in ledger[:ledger.index("Ben: Frankfurt")]
+
+
 def test_the_ledger_turns_of_another_workspace_never_reach_a_section(home, ws, tmp_path):
     other = tmp_path / "other-project"
     (other / ".git").mkdir(parents=True)
