@@ -43,9 +43,11 @@ def dream_check() -> dict:
 
 def run_extraction(session_id: str, run_id: str) -> dict:
     """One extractor run for one session (queued by `extractor_request`)."""
+    from dataclasses import asdict
+
     from memory.services.extractor import extractor_run
 
-    return extractor_run(session_id=session_id, run_id=run_id).to_json()
+    return asdict(extractor_run(session_id=session_id, run_id=run_id))
 
 
 def drain_extractor_inbox() -> dict:

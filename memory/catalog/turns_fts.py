@@ -14,10 +14,13 @@ from datetime import UTC, datetime
 
 from django.db import connection
 
+from memory.domain.enums import SessionEventKind
+
 TABLE = "memory_session_turns_fts"
-KINDS = ("user_message", "assistant_message")
-_WHEN = "new.kind IN ('user_message', 'assistant_message')"
-_WHEN_OLD = "old.kind IN ('user_message', 'assistant_message')"
+KINDS = (SessionEventKind.USER_MESSAGE.value, SessionEventKind.ASSISTANT_MESSAGE.value)
+_KIND_LIST = ", ".join(f"'{kind}'" for kind in KINDS)
+_WHEN = f"new.kind IN ({_KIND_LIST})"
+_WHEN_OLD = f"old.kind IN ({_KIND_LIST})"
 
 CREATE_SQL = [
     f"CREATE VIRTUAL TABLE {TABLE} USING fts5(agent_name, content, content='memory_session_events', "

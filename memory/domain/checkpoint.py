@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .enums import SessionEventKind as Kind
 from .extraction import strip_injected
 from .scanner import scan
 from .text import has_structural_tag, prompt_safe
@@ -156,7 +157,7 @@ class Message:
     """One projected event: the fields the rules read."""
 
     seq: int
-    kind: str
+    kind: str  # a Kind (SessionEventKind) value as the ledger stored it
     content: str
     data: dict[str, Any]
 
@@ -255,34 +256,34 @@ def extract(messages: Iterable[dict[str, Any]], cleaner: _Cleaner | None = None)
     projected = [Message.of(item) for item in messages]
     add = (cleaner or _Cleaner()).add
     sections = empty_sections()
-    last_answer = max((m.seq for m in projected if m.kind == "assistant_message"), default=0)
+    last_answer = max((m.seq for m in projected if m.kind == Kind.ASSISTANT_MESSAGE), default=0)
     for message in projected:
         text = message.content
-        if message.kind == "user_message":
+        if message.kind == Kind.USER_MESSAGE:
             if not sections["goal"]:
                 add(sections["goal"], _first_sentence(text) or text)
             if message.seq > last_answer:
                 add(sections["pending"], _first_sentence(text) or text)
-        if message.kind in ("user_message", "assistant_message"):
+        if message.kind in (Kind.USER_MESSAGE, Kind.ASSISTANT_MESSAGE):
             for sentence in _sentences(text):
                 if sentence.endswith("?"):
                     continue  # a question decides nothing and completes nothing
                 if _DECISION.search(sentence):
                     add(sections["decisions"], sentence)
-                elif message.kind == "assistant_message" and _COMPLETED.search(_BULLET_PREFIX.sub("", sentence)):
+                elif message.kind == Kind.ASSISTANT_MESSAGE and _COMPLETED.search(_BULLET_PREFIX.sub("", sentence)):
                     add(sections["completed"], sentence)
         for path in [*_tool_paths(message), *_paths(text)]:
             add(sections["files"], path)
-        if message.kind == "tool_call":
+        if message.kind == Kind.TOOL_CALL:
             command = _command(message)
             if command:
                 add(sections["context"], f"Command: {command}")
-        is_error = message.kind == "error" or (message.kind == "tool_result" and message.data.get("is_error"))
+        is_error = message.kind == Kind.ERROR or (message.kind == Kind.TOOL_RESULT and message.data.get("is_error"))
         if is_error:
             add(sections["context"], f"Error: {_first_line(text)}")
-        elif message.kind in ("tool_result", "assistant_message", "user_message"):
+        elif message.kind in (Kind.TOOL_RESULT, Kind.ASSISTANT_MESSAGE, Kind.USER_MESSAGE):
             for sentence in _sentences(text):
-                if message.kind == "tool_result" and _ERROR.search(sentence):
+                if message.kind == Kind.TOOL_RESULT and _ERROR.search(sentence):
                     add(sections["context"], f"Error: {sentence}")
                 elif _VERSION.search(sentence) or _IDENTIFIER.search(sentence):
                     add(sections["context"], sentence)
@@ -311,8 +312,8 @@ def answered_asks(messages: Iterable[dict[str, Any]], cleaner: _Cleaner | None =
     """Item keys of the user asks in a projection that an assistant message came after."""
     clean = cleaner or clean_item
     projected = [Message.of(item) for item in messages]
-    last_answer = max((m.seq for m in projected if m.kind == "assistant_message"), default=0)
-    asks = (m for m in projected if m.kind == "user_message" and m.seq < last_answer)
+    last_answer = max((m.seq for m in projected if m.kind == Kind.ASSISTANT_MESSAGE), default=0)
+    asks = (m for m in projected if m.kind == Kind.USER_MESSAGE and m.seq < last_answer)
     return frozenset(item_key(clean(_first_sentence(m.content) or m.content) or "") for m in asks) - {""}
 
 

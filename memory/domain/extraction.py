@@ -246,6 +246,9 @@ def policy_violation(content: str) -> str | None:
 # The session ledger's id pattern: letters, digits and ._:@- (a session id names a directory under _inbox/).
 SESSION_ID = re.compile(SESSION_ID_PATTERN)
 FailureStage = Literal["provider", "validate", "stage", "parse", "resolve", "submit"]
+# The stages at which a staged file failed: its dead letter holds the file's lines, so a replay stages them again.
+# The others (`provider`, `validate`) failed inside a run, and a replay extracts the same turns again.
+STAGED_FILE_STAGES: frozenset[FailureStage] = frozenset({"stage", "parse", "resolve", "submit"})
 
 
 def valid_session_id(value: str) -> str:

@@ -7,15 +7,14 @@ declare their inputs and results and turn the engine's dataclasses into them, as
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, model_validator
 
 from compozy.config import Config, get_config
-from memory.domain.enums import EventOp, ExtractorState
+from memory.domain.enums import EventOp, ExtractorState, Origin
 from memory.domain.errors import CompozyError, NotFound, ValidationError
-from memory.domain.extraction import FailureRecord
+from memory.domain.extraction import STAGED_FILE_STAGES, FailureRecord
 from memory.extractor import inbox, trigger
 from memory.extractor.drain import DrainedCandidate, DrainReport, drain_inbox
 from memory.models import Decision, Event, ExtractorSession
@@ -204,36 +203,20 @@ class SessionCandidates(Result):
     decisions: list[DecisionSummary]
 
 
-class RequestResult(Result):
-    session_id: str
-    outcome: Literal["queued", "coalesced", "dropped", "skipped", "disabled"]
-    reason: str | None = None
-
-
-class RunResult(Result):
-    session_id: str
-    outcome: Literal["completed", "failed", "dropped", "superseded"]
-    from_seq: int | None = None
-    until_seq: int | None = None
-    candidate_count: int = 0
-    staged_file: str | None = None
-    failures: list[str] = Field(default_factory=list)
-    reason: str | None = None
-
-
 # ----- the trigger and the run (the engine's, as the verbs' results) --------------------------------------------
 
 
 def extractor_request(*, session_id: str, turn_id: str = "", seq: int = 0,
-                      turns: Sequence[tuple[str, int]] = (), config: Config | None = None) -> RequestResult:
-    """Persisted assistant turns ask for extraction (see `memory/extractor/trigger.py: request`)."""
-    return RequestResult(**asdict(trigger.request(session_id=session_id, turn_id=turn_id, seq=seq, turns=turns,
-                                                  config=config)))
+                      turns: Sequence[tuple[str, int]] = (), config: Config | None = None) -> trigger.Requested:
+    """Persisted assistant turns ask for extraction (see `memory/extractor/trigger.py: request`). No surface
+    declares this verb (the ledger's signal and the tests call it), so it answers with the engine's own record."""
+    return trigger.request(session_id=session_id, turn_id=turn_id, seq=seq, turns=turns, config=config)
 
 
-def extractor_run(*, session_id: str, run_id: str, config: Config | None = None) -> RunResult:
-    """One run for one session (the task; see `memory/extractor/trigger.py: run`)."""
-    return RunResult(**asdict(trigger.run(session_id=session_id, run_id=run_id, config=config)))
+def extractor_run(*, session_id: str, run_id: str, config: Config | None = None) -> trigger.RunReport:
+    """One run for one session (the task; see `memory/extractor/trigger.py: run`), answered with the engine's own
+    record as `extractor_request` is."""
+    return trigger.run(session_id=session_id, run_id=run_id, config=config)
 
 
 # ----- operator verbs -------------------------------------------------------------------------------------------
@@ -289,7 +272,7 @@ def extractor_replay(*, data: ReplayInput, caller: Caller) -> ReplayResult:
 
 def _replay_one(root: Any, config: Config, name: str) -> FailureReplay:
     record = inbox.read_failure(root, name)
-    if record.stage in ("parse", "resolve", "submit", "stage"):
+    if record.stage in STAGED_FILE_STAGES:
         lines = [line for line in record.content.splitlines() if line.strip()]
         if not lines:
             raise ValidationError("The failure holds no staged candidates to replay.",
@@ -376,7 +359,7 @@ def extractor_sessions(*, data: ExtractorSessionsInput, caller: Caller) -> Extra
 def extractor_candidates(*, data: SessionCandidatesInput, caller: Caller) -> SessionCandidates:
     """The candidates a session produced, as the decisions the controller made for them (origin extractor)."""
     state = ExtractorSession.objects.filter(session_id=data.session_id).first()
-    decisions = Decision.objects.filter(origin="extractor", session_id=data.session_id).order_by("seq", "id")
+    decisions = Decision.objects.filter(origin=Origin.EXTRACTOR, session_id=data.session_id).order_by("seq", "id")
     return SessionCandidates(session=_session_view(state) if state else None,
                              decisions=[DecisionSummary(**decision_summary(d)) for d in decisions])
 
@@ -389,7 +372,7 @@ def extractor_health() -> dict[str, Any]:
     return {"status": "enabled" if config.memory.extractor.enabled else "disabled",
             "provider": config.memory.provider.kind,
             "inbox_files": sum(not f.claimed for f in files), "claimed_files": sum(f.claimed for f in files),
-            "sessions_queued": ExtractorSession.objects.filter(status__in=("queued", "running")).count(),
+            "sessions_queued": ExtractorSession.objects.filter(status__in=trigger.ACTIVE_STATES).count(),
             "failures": len(inbox.failure_names(root))}
 
 

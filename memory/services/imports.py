@@ -25,7 +25,7 @@ from django.db.models import Sum
 from pydantic import Field, field_validator
 
 from memory.domain.document import check_body, normalize_body
-from memory.domain.enums import Op, Origin, RequestKind, Scope
+from memory.domain.enums import Op, Origin, RequestKind, Scope, SessionEventKind
 from memory.domain.errors import CompozyError, ValidationError
 from memory.domain.models import Candidate, Frontmatter, Provenance, format_timestamp, utc_now
 from memory.domain.names import memory_filename
@@ -244,7 +244,7 @@ def _import_session(transcript: reader.Transcript, checkout: Path | None, caller
                                caller=caller).appended
     session_stop(data=SessionIdInput(**ids), caller=caller)
     _save(transcript.source, kind="transcript", source_hash=_transcript_hash(transcript))
-    turns = sum(1 for row in mapped.rows if row.kind == "user_message")
+    turns = sum(1 for row in mapped.rows if row.kind == SessionEventKind.USER_MESSAGE)
     return _session(transcript, "imported", workspace=checkout, turns=turns, rows=rows)
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.domain import jsondepth
+from memory.domain.enums import SessionEventKind
 from memory.domain.models import parse_timestamp
 
 # One imported row never holds more than this; a huge tool output is cut with a marker.
@@ -38,7 +39,7 @@ MAX_CONTENT_CHARS = 64_000
 
 @dataclass
 class Row:
-    kind: str
+    kind: SessionEventKind
     content: str
     turn_id: str
     external_key: str
@@ -248,33 +249,33 @@ def rows_of(lines: list[dict[str, Any]], *, current_turn: str = "") -> Rows:
                 # Re-reading the current turn's own prompt (an import resumes at the last line imported) is not a
                 # new prompt: closing the turn there would put `done` before the reply that follows it.
                 if turn and turn != uuid:
-                    rows.append(Row("done", "", turn, f"done:{turn}", ts))
+                    rows.append(Row(SessionEventKind.DONE, "", turn, f"done:{turn}", ts))
                 turn = uuid
-                rows.append(Row("user_message", _cut(prompt), turn, f"{uuid}:text", ts))
+                rows.append(Row(SessionEventKind.USER_MESSAGE, _cut(prompt), turn, f"{uuid}:text", ts))
             for index, block in enumerate(blocks):
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     data = {"tool_use_id": block.get("tool_use_id"), "is_error": bool(block.get("is_error"))}
-                    rows.append(Row("tool_result", _cut(_text_of(block.get("content"))), turn,
+                    rows.append(Row(SessionEventKind.TOOL_RESULT, _cut(_text_of(block.get("content"))), turn,
                                     f"{uuid}:{index}", ts, data))
             continue
         if line.get("isApiErrorMessage"):
-            rows.append(Row("error", _cut(_text_of(blocks)), turn, f"{uuid}:error", ts))
+            rows.append(Row(SessionEventKind.ERROR, _cut(_text_of(blocks)), turn, f"{uuid}:error", ts))
             continue
         texts = [str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
         answer = "\n".join(t for t in texts if t.strip())
         if answer:
-            rows.append(Row("assistant_message", _cut(answer), turn, f"{uuid}:text", ts))
+            rows.append(Row(SessionEventKind.ASSISTANT_MESSAGE, _cut(answer), turn, f"{uuid}:text", ts))
         for index, block in enumerate(blocks):
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 data = {"id": block.get("id"), "name": block.get("name"), "input": block.get("input")}
-                rows.append(Row("tool_call", _cut(str(block.get("name") or "tool")), turn, f"{uuid}:{index}", ts,
-                                data))
+                rows.append(Row(SessionEventKind.TOOL_CALL, _cut(str(block.get("name") or "tool")), turn,
+                                f"{uuid}:{index}", ts, data))
     return Rows(rows, turn)
 
 
 # The rows that show the assistant has answered: a turn whose last row is the prompt or a tool's result still
 # owes its reply.
-ANSWERED_KINDS = ("assistant_message", "tool_call", "error")
+ANSWERED_KINDS = frozenset({SessionEventKind.ASSISTANT_MESSAGE, SessionEventKind.TOOL_CALL, SessionEventKind.ERROR})
 
 
 def answered(rows: Rows, *, before: tuple[str, str] | None = None) -> bool:
@@ -287,4 +288,4 @@ def answered(rows: Rows, *, before: tuple[str, str] | None = None) -> bool:
 
 def turn_end(turn: str) -> Row:
     """The `done` row that closes a turn (the Stop hook: the assistant finished answering)."""
-    return Row("done", "", turn, f"done:{turn}")
+    return Row(SessionEventKind.DONE, "", turn, f"done:{turn}")

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from memory.domain.enums import MESSAGE_KINDS, SessionStatus
+from memory.domain.enums import MESSAGE_KINDS, SessionEventKind, SessionStatus
 from memory.domain.errors import Conflict, NotFound
 from memory.domain.models import utc_now
 
@@ -128,7 +128,7 @@ def append(session_id: str, workspace_id: str, events: Iterable[NewEvent]) -> Ap
             for index, event in enumerate(fresh)
         ])
     turns = tuple((event.turn_id, first + index) for index, event in enumerate(fresh)
-                  if event.kind == "assistant_message")
+                  if event.kind == SessionEventKind.ASSISTANT_MESSAGE)
     return Appended(len(fresh), len(batch) - len(fresh), first, last, turns)
 
 

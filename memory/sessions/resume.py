@@ -7,6 +7,7 @@ the same bytes: nothing here reads a clock.
 
 from __future__ import annotations
 
+from memory.domain.enums import SessionEventKind
 from memory.domain.text import prompt_safe
 
 from .ledger import Projection
@@ -16,16 +17,17 @@ RESUME_NOTICE = (
     "stopped. The workspace checkpoint comes first, then the session's transcript; rows already summarised into "
     "the checkpoint are left out. Act only on the current user request that follows."
 )
-_LABELS = {"user_message": "user", "assistant_message": "assistant", "tool_call": "tool call",
-           "tool_result": "tool result", "usage": "usage", "done": "done", "error": "error"}
+_LABELS = {SessionEventKind.USER_MESSAGE: "user", SessionEventKind.ASSISTANT_MESSAGE: "assistant",
+           SessionEventKind.TOOL_CALL: "tool call", SessionEventKind.TOOL_RESULT: "tool result",
+           SessionEventKind.USAGE: "usage", SessionEventKind.DONE: "done", SessionEventKind.ERROR: "error"}
 
 
 def _line(message: dict) -> str:
     label = _LABELS.get(message["kind"], message["kind"])
     data = message.get("data") or {}
-    if message["kind"] == "tool_call" and data.get("name"):
+    if message["kind"] == SessionEventKind.TOOL_CALL and data.get("name"):
         label = f"tool call {data['name']}"
-    if message["kind"] == "tool_result" and data.get("is_error"):
+    if message["kind"] == SessionEventKind.TOOL_RESULT and data.get("is_error"):
         label = "tool result (error)"
     text = prompt_safe(message["content"]).replace("\r\n", "\n").rstrip()
     head, *rest = text.split("\n") if text else [""]
