@@ -88,32 +88,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.write(f"compozy {version()}\n")
         return
     if args[:1] == ["hook"]:
-        # An agent hook must never break the agent that runs it, even when Django itself cannot start (an
-        # unusable COMPOZY_HOME, say): exit 0, print nothing, log the failure with a stable code.
-        try:
-            if not (len(args) == 3 and _forwarded(args[1], args[2])):
-                _main(args)
-        except BaseException as exc:  # noqa: BLE001
-            from memory.services.hooklog import log_failure
+        # The hook surface decides how a hook runs and fails (it never breaks the agent that runs it).
+        from compozy.hook_client import run_hook
 
-            named = [*args[1:3], "", ""]
-            log_failure(code="hook.startup", message=f"{type(exc).__name__}: {exc}", client=named[0], event=named[1])
-        sys.exit(0)
+        run_hook(args, _main)
     _main(args)
-
-
-def _forwarded(client: str, event: str) -> bool:
-    """The thin client first: when `compozy serve` runs, the hook costs a socket round trip instead of starting
-    Django. When nothing answers, the stdin read here is handed to the in-process command unchanged."""
-    import io
-
-    from compozy.hook_client import forward
-
-    raw = sys.stdin.buffer.read()
-    if forward(client, event, raw):
-        return True
-    sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
-    return False
 
 
 def _main(args: list[str]) -> None:

@@ -11,6 +11,7 @@ command quietly.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -20,7 +21,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from memory.domain.errors import CompozyError, ValidationError
+from memory.domain.text import UNPRINTABLE, escape_control_characters
 
+OUTPUTS = ("human", "json", "jsonl")
 _DJANGO_DEFAULTS = {"verbosity": 1, "settings": None, "pythonpath": None, "traceback": False, "no_color": False,
                     "force_color": False, "skip_checks": True}
 
@@ -81,6 +84,65 @@ def quiet_on_closed_pipe() -> None:
     sys.exit(0)
 
 
+# ----- printing for a terminal: a JSON document, and an error as every product command prints it -----------
+
+
+def terminal_json(value: Any, *, indent: int | None = None) -> str:
+    """JSON for a terminal. json.dumps escapes C0 controls in strings already; DEL, C1 and the invisible and
+    bidirectional characters it leaves raw are written as \\u escapes too, which decode to the same document."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return UNPRINTABLE.sub(_json_escape, text)
+
+
+def _json_escape(match: Any) -> str:
+    code = ord(match.group(0))
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a tag character and the like: JSON spells it as a surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+# Where a one-word field name in a message is the field itself ("set workspace", "Missing name in the request"),
+# not an ordinary word of the sentence ("a workspace"): the words just before it.
+_FIELD_CONTEXT = r"\b(set|with|give|needs|Missing|Invalid|as) "
+
+
+def cli_message(message: str, flags: dict[str, str]) -> str:
+    """A message in the CLI's own words: the fields it names become the flags that set them ("Scope agent needs
+    --agent", "set --workspace"). The JSON document keeps the field names every surface shares."""
+    frontmatter = re.fullmatch(r"Missing (\w+) in the frontmatter\.", message)
+    if frontmatter and frontmatter.group(1) in flags:
+        field = frontmatter.group(1)
+        return f"Missing {flags[field]} (or {field}: in the content's frontmatter)."
+    for field, flag in sorted(flags.items(), key=lambda item: -len(item[0])):
+        if "_" in field:  # agent_name, create_workspace: identifiers, never ordinary words
+            message = re.sub(rf"\b{re.escape(field)}\b", flag, message)
+        else:
+            message = re.sub(rf"{_FIELD_CONTEXT}{re.escape(field)}\b(?!-)", rf"\1 {flag}", message)
+    return message
+
+
+def emit_error(error: dict[str, Any], output: str, flags: dict[str, str] | None = None) -> None:
+    """Messages name fields, as on every surface; the CLI adds the flag that sets the field."""
+    if output in ("json", "jsonl"):
+        sys.stdout.write(terminal_json(error, indent=2 if output == "json" else None) + "\n")
+        return
+    details = error.get("details") or {}
+    lines = [f"error: {cli_message(error['message'], flags or {})}", f"  code: {error['code']}"]
+    rules = details.get("rules")
+    if rules:
+        lines.append(f"  rules: {', '.join(rules)}")
+    decision = details.get("decision")
+    if isinstance(decision, dict) and decision.get("id"):
+        lines.append(f"  decision: {decision['id']}")
+    for key in ("field", "key", "file", "filename", "reason"):
+        if key in details and details[key] not in (None, ""):
+            flag = (flags or {}).get(str(details[key])) if key == "field" else None
+            hint = f" ({flag})" if flag and flag != details[key] else ""
+            lines.append(f"  {key}: {details[key]}{hint}")
+    sys.stderr.write(escape_control_characters("\n".join(lines)) + "\n")
+
+
 class ProductCommand(BaseCommand):
     requires_system_checks: list[str] = []
     # Listed by `compozy --help`; an internal command (qcluster, started by serve) is not.
@@ -102,13 +164,11 @@ class ProductCommand(BaseCommand):
     error_flags: dict[str, str] = {}
 
     def run_from_argv(self, argv: list[str]) -> None:
-        from memory.cli import render
-
         output = output_from_argv(argv)
         try:
             super().run_from_argv(argv)
         except CompozyError as error:
-            render.emit_error(error.to_dict(), output if output in render.OUTPUTS else "human", self.error_flags)
+            emit_error(error.to_dict(), output if output in OUTPUTS else "human", self.error_flags)
             sys.exit(error.exit_code)
         except BrokenPipeError:
             quiet_on_closed_pipe()

@@ -9,14 +9,18 @@ older version, or a umask 022 `mkdir`) is tightened at start-up; the process tha
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 from pathlib import Path
+
+from compozy.config import compozy_home
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
 DATABASE = "compozy.db"
 PRIVATE_DIRS = ("", "run")
-PRIVATE_FILES = (DATABASE, f"{DATABASE}-wal", f"{DATABASE}-shm", f"{DATABASE}-journal", "token", "secret_key",
+TOKEN = "token"
+PRIVATE_FILES = (DATABASE, f"{DATABASE}-wal", f"{DATABASE}-shm", f"{DATABASE}-journal", TOKEN, "secret_key",
                  "run/write.lock", "run/migrate.lock", "run/extractor-drain.lock")
 
 # What this process tightened (filled by secure_home at settings import, logged once by the app's ready()).
@@ -69,3 +73,46 @@ def tightened_message(home: Path) -> str | None:
     if not tightened:
         return None
     return f"Tightened permissions under $COMPOZY_HOME ({home}): " + ", ".join(tightened)
+
+
+# ----- the API token ---------------------------------------------------------------------------------------------
+# TCP requests to the API carry it as a bearer token (memory/api/auth.py checks it; `compozy memory token` rotates
+# it through memory/services/tokens.py). It lives here, below every surface, because it is a file of the home.
+
+
+def token_path() -> Path:
+    return compozy_home() / TOKEN
+
+
+_cached_token: dict[str, tuple[int, str]] = {}
+
+
+def read_or_create_token() -> str:
+    """The token, re-read only when the file changes (a rotation takes effect on the next request)."""
+    path = token_path()
+    try:
+        stamp = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        rotate_token()
+        stamp = path.stat().st_mtime_ns
+    cached = _cached_token.get(str(path))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    token = path.read_text().strip()
+    _cached_token[str(path)] = (stamp, token)
+    return token
+
+
+def rotate_token() -> str:
+    """Write a new token atomically, readable by its owner only."""
+    path = token_path()
+    private_dir(path.parent)
+    token = secrets.token_urlsafe(32)
+    temp = path.with_name(f".token.{os.getpid()}.{secrets.token_hex(4)}.compozy-tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
+    return token

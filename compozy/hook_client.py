@@ -16,11 +16,14 @@ request may still be running there, and doing it twice would be worse than once 
 from __future__ import annotations
 
 import http.client
+import io
 import json
 import os
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import quote
 
 # Connecting to a live local socket is immediate; a longer wait means nothing useful answers there.
@@ -113,3 +116,27 @@ def forward(client: str, event: str, raw: bytes) -> bool:
         sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
         sys.stdout.flush()
     return True
+
+
+def run_hook(args: list[str], in_process: Callable[[list[str]], None]) -> NoReturn:
+    """`compozy hook <client> <event>` from the console script: forwarded to the running service, else run by
+    `in_process` (which starts Django and the hook command). An agent hook must never break the agent that runs
+    it, even when Django itself cannot start (an unusable COMPOZY_HOME, say): exit 0, print nothing, log the
+    failure with a stable code."""
+    try:
+        if not (len(args) == 3 and _forwarded(args[1], args[2])):
+            in_process(args)
+    except BaseException as exc:  # noqa: BLE001
+        named = [*args[1:3], "", ""]
+        _log("hook.startup", f"{type(exc).__name__}: {exc}", named[0], named[1])
+    sys.exit(0)
+
+
+def _forwarded(client: str, event: str) -> bool:
+    """The thin client first: when `compozy serve` runs, the hook costs a socket round trip instead of starting
+    Django. When nothing answers, the stdin read here is handed to the in-process command unchanged."""
+    raw = sys.stdin.buffer.read()
+    if forward(client, event, raw):
+        return True
+    sys.stdin = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8")
+    return False

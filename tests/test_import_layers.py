@@ -187,3 +187,114 @@ def test_a_new_package_has_no_layer_until_it_is_placed():
 def test_the_domain_scan_would_catch_django():
     assert [imported for _line, imported in imports("memory.domain.probe", "import django.db\n")] == ["django.db"]
     assert layer_of("memory.domain.probe") == "domain"
+
+
+# ----- no cycles between surfaces ------------------------------------------------------------------------------
+
+# The surface packages. One may import another only one way round: with a cycle (the verbs importing the CLI's
+# renderer while the CLI imports the verbs) neither can be read, tested or replaced without the other.
+SURFACE_PACKAGES = ("memory.verbs", "memory.cli", "memory.api", "memory.tools", "inspector", "memory.background",
+                    "memory.management", "compozy")
+# compozy/ holds two surfaces: the product's commands (the command base every app's commands build on, the console
+# script, the hook client) and the project's wiring, which names every app (settings, the root URLconf, WSGI,
+# gunicorn). Django loads the wiring by its dotted name and no module imports it, so it is a package of its own
+# here: the URLconf's 404 handler reaching into inspector.views is not the inspector's command reaching back.
+WIRING = ("compozy.settings", "compozy.urls", "compozy.wsgi", "compozy.gunicorn_conf", "compozy.gunicorn_worker")
+# The declarations every surface is generated from (the CLI's flags, the MCP schemas, the OpenAPI routes).
+DECLARATIONS = "memory.verbs"
+
+
+def surface_package(module: str) -> str | None:
+    if layer_of(module) != "surfaces":
+        return None
+    if any(module == wiring or module.startswith(wiring + ".") for wiring in WIRING):
+        return "compozy (wiring)"
+    found = [p for p in SURFACE_PACKAGES if module == p or module.startswith(p + ".")]
+    return max(found, key=len) if found else None
+
+
+def surface_edges(modules: dict[str, str], packages: frozenset[str] = frozenset()) -> dict[tuple[str, str], list[str]]:
+    """(importing package, imported package) -> the imports that make the edge, over module name -> source
+    (`packages`: the modules that are a package's __init__, whose relative imports start one level lower)."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for module, source in modules.items():
+        own = surface_package(module)
+        if own is None:
+            continue
+        for line, imported in imports(module, source, is_package=module in packages):
+            theirs = surface_package(imported)
+            if theirs is not None and theirs != own:
+                edges.setdefault((own, theirs), []).append(f"{module}:{line} imports {imported}")
+    return edges
+
+
+def surface_cycles(edges: dict[tuple[str, str], list[str]]) -> list[str]:
+    """Each pair of surface packages that reach each other (directly or through others), with the imports of the
+    edges on the way: one line per package that closes a cycle."""
+    graph: dict[str, set[str]] = {}
+    for own, theirs in edges:
+        graph.setdefault(own, set()).add(theirs)
+
+    def path(start: str, goal: str) -> list[str] | None:
+        seen, queue = {start}, [[start]]
+        while queue:
+            walk = queue.pop(0)
+            for step in sorted(graph.get(walk[-1], ())):
+                if step == goal:
+                    return [*walk, step]
+                if step not in seen:
+                    seen.add(step)
+                    queue.append([*walk, step])
+        return None
+
+    found = []
+    for own, theirs in sorted(edges):
+        back = path(theirs, own)
+        if back is not None:
+            hops = [own, *back]
+            found.append(" -> ".join(hops) + ": " + "; ".join(
+                edges[(a, b)][0] for a, b in zip(hops, hops[1:], strict=False)))
+    return found
+
+
+def product_edges() -> dict[tuple[str, str], list[str]]:
+    paths = sources()
+    return surface_edges({module_name(path): path.read_text() for path in paths},
+                         frozenset(module_name(path) for path in paths if path.name == "__init__.py"))
+
+
+def test_no_two_surface_packages_import_each_other():
+    cycles = surface_cycles(product_edges())
+    assert cycles == [], "cycles between surface packages:\n" + "\n".join(cycles)
+
+
+def test_the_verbs_import_no_surface():
+    """The declarations every surface is generated from depend on none of them (their human views included)."""
+    edges = product_edges()
+    offending = [line for (own, _theirs), lines in sorted(edges.items()) if own == DECLARATIONS for line in lines]
+    assert offending == [], "\n".join(offending)
+
+
+def test_the_cycle_scan_would_catch_the_verbs_importing_the_cli_through_a_function():
+    modules = {
+        "memory.cli.command": "from memory.verbs import Verb\n",
+        "memory.verbs.memory": "def human(d):\n    from memory.cli.render import table\n",
+        "memory.api.routes": "from memory.verbs import all_verbs\n",
+        "memory.tools.server": "from compozy.cli import version\n",
+    }
+    edges = surface_edges(modules)
+    assert surface_cycles(edges) == [
+        "memory.cli -> memory.verbs -> memory.cli: memory.cli.command:1 imports memory.verbs.Verb; "
+        "memory.verbs.memory:2 imports memory.cli.render.table",
+        "memory.verbs -> memory.cli -> memory.verbs: memory.verbs.memory:2 imports memory.cli.render.table; "
+        "memory.cli.command:1 imports memory.verbs.Verb",
+    ]
+    # A longer way round is a cycle too: the CLI's commands built on compozy, compozy printing through the CLI.
+    longer = surface_edges({"memory.cli.command": "from compozy.command import ProductCommand\n",
+                            "compozy.command": "from memory.management.commands import memory\n",
+                            "memory.management.commands.memory": "from memory.cli.command import VerbCommand\n"})
+    assert len(surface_cycles(longer)) == 3
+    # The wiring naming every app is not a cycle with the inspector's command built on the command base.
+    wiring = surface_edges({"compozy.urls": "from inspector.views import page_not_found\n",
+                            "inspector.management.commands.inspector": "from compozy.command import ProductCommand\n"})
+    assert surface_cycles(wiring) == []

@@ -21,13 +21,13 @@ ALLOWED_WRITERS = {
     "memory/controller/lock.py": "the write lock file under $COMPOZY_HOME/run",
     "memory/bootstrap.py": "the migration lock file under $COMPOZY_HOME/run",
     "compozy/settings.py": "the per-home secret key file",
-    "compozy/home.py": "creates $COMPOZY_HOME and run/ 0700 and the database file 0600; tightens looser modes",
+    "compozy/home.py": "creates $COMPOZY_HOME and run/ 0700 and the database file 0600; tightens looser modes; "
+                       "the API token file $COMPOZY_HOME/token, written atomically with mode 0600",
     "compozy/gunicorn_conf.py": "chmod of the Unix socket",
     "memory/tools/stdio.py": "opens /dev/null read-only over fd 0 while MCP serves stdio (children read EOF)",
     "memory/management/commands/serve.py": "removes a stale Unix socket under $COMPOZY_HOME/run",
     "compozy/serving.py": "records the running server's address in $COMPOZY_HOME/run/serve.json",
     "compozy/command.py": "opens /dev/null over stdout once its reader has closed the pipe",
-    "memory/api/auth.py": "the API token file $COMPOZY_HOME/token, written atomically with mode 0600",
     "memory/services/hooklog.py": "appends agent-hook failures to $COMPOZY_HOME/logs/hooks.log, outside every root",
     # os.open is how a file is opened without following a link; the flags are O_RDONLY | O_NOFOLLOW | O_NONBLOCK.
     "memory/importers/claude_code.py": "opens Claude Code's files read-only, never through a link; writes nothing",

@@ -12,9 +12,8 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
+from compozy.command import OUTPUTS
 from memory.services.inputs import choices_of, unwrap_optional
-
-from . import render
 
 # The spec's CLI spellings where they differ from the field name.
 CLI_NAMES = {
@@ -101,7 +100,7 @@ def add_verb_arguments(parser: argparse.ArgumentParser, verb: Any) -> dict[str, 
     if verb.switch is not None:
         parser.add_argument(flag_of(verb.switch.field), dest=verb.switch.field, action="store_true", default=None,
                             help=verb.switch.help)
-    parser.add_argument("-o", "--output", default="human", choices=render.OUTPUTS,
+    parser.add_argument("-o", "--output", default="human", choices=OUTPUTS,
                         help="Output: human (the default), json (the same document as the API) or jsonl (one line "
                              "per item of a list).")
     parser.add_argument("-v", "--verbose", action="count", default=0,

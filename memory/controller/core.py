@@ -28,7 +28,7 @@ from memory.domain.errors import (
 )
 from memory.domain.models import Candidate, Frontmatter, Provenance, ScopeRef, format_timestamp, sha256_text, utc_now
 from memory.models import Decision, HeldRoot
-from memory.providers.base import get_provider
+from memory.providers import get_provider
 from memory.store import files
 from memory.store.workspace import read_identity
 

@@ -15,7 +15,8 @@ from typing import Any
 from compozy.config import Config
 from memory.domain.enums import MemoryType
 from memory.domain.scanner import scan
-from memory.providers.base import ProviderError, get_provider
+from memory.providers import get_provider
+from memory.providers.base import ProviderError
 from memory.providers.local import LocalProvider
 
 TASK = "dream_synthesis"

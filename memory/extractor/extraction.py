@@ -23,7 +23,8 @@ from memory.domain.extraction import (
     strip_injected,
 )
 from memory.extractor import inbox
-from memory.providers.base import Provider, ProviderError, get_provider
+from memory.providers import get_provider
+from memory.providers.base import Provider, ProviderError
 from memory.store.roots import global_root
 
 # A turn longer than this is cut before it is sent: the provider needs what was said, not a pasted log.

@@ -17,13 +17,3 @@ class Provider(Protocol):
     name: str
 
     def complete(self, *, task: str, payload: dict[str, Any], timeout_ms: int) -> str: ...
-
-
-def get_provider(config: Any) -> Provider:
-    from .local import LocalProvider
-    from .openai_http import OpenAICompatibleProvider
-
-    provider_config = config.memory.provider
-    if provider_config.kind == "openai":
-        return OpenAICompatibleProvider(provider_config)
-    return LocalProvider()

@@ -34,7 +34,8 @@ from memory.domain.errors import DOCUMENT_ERRORS
 from memory.domain.models import Candidate, Frontmatter, Provenance, ScopeRef, sha256_text, utc_now
 from memory.domain.scanner import scan
 from memory.models import Session
-from memory.providers.base import ProviderError, get_provider
+from memory.providers import get_provider
+from memory.providers.base import ProviderError
 from memory.sessions import ledger
 from memory.store import files
 

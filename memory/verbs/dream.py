@@ -3,11 +3,10 @@ admin toolset `compozy__memory_admin` are generated from this table."""
 
 from __future__ import annotations
 
-from memory.cli import render
 from memory.domain.errors import Conflict, ControllerTimeout, NotFound
 from memory.services import dreams
 
-from . import ADMIN_TOOLSET, Route, Tool, Verb
+from . import ADMIN_TOOLSET, Route, Tool, Verb, human
 
 GROUPS = {("memory", "dream"): "Dreaming: consolidate what agents keep recalling (gated; the cluster runs it on a "
                                "schedule): trigger, status, list, show, retry."}
@@ -15,7 +14,7 @@ GROUPS = {("memory", "dream"): "Dreaming: consolidate what agents keep recalling
 VERBS = [
     Verb(
         command=("memory", "dream", "trigger"), input=dreams.DreamTriggerInput, service=dreams.dream_trigger,
-        human=render.human_dream_trigger, summary="Check the dreaming gates now and run when they all pass.",
+        human=human.human_dream_trigger, summary="Check the dreaming gates now and run when they all pass.",
         routes=(Route("POST", "/api/memory/dreams/trigger"),), errors=(ControllerTimeout,),
         tool=Tool("compozy__memory_dream_trigger", ADMIN_TOOLSET, description=(
             "Check the dreaming gates (time, sessions, lock, signal) now and run when they pass; force skips time "
@@ -24,7 +23,7 @@ VERBS = [
     ),
     Verb(
         command=("memory", "dream", "status"), input=dreams.DreamStatusInput, service=dreams.dream_status,
-        human=render.human_dream_status, items_key="gates",
+        human=human.human_dream_status, items_key="gates",
         summary="Each dreaming gate's current state and what it waits for, with the latest runs.",
         routes=(Route("GET", "/api/memory/dreams/status"),),
         tool=Tool("compozy__memory_dream_status", ADMIN_TOOLSET, read_only=True, idempotent=True, description=(
@@ -32,14 +31,14 @@ VERBS = [
     ),
     Verb(
         command=("memory", "dream", "list"), input=dreams.DreamListInput, service=dreams.dream_list,
-        human=render.human_dream_list, items_key="dreams", summary="The workspace's dreaming runs, newest first.",
+        human=human.human_dream_list, items_key="dreams", summary="The workspace's dreaming runs, newest first.",
         routes=(Route("GET", "/api/memory/dreams"),),
         tool=Tool("compozy__memory_dream_list", ADMIN_TOOLSET, read_only=True, idempotent=True, description=(
             "The workspace's dreaming runs, newest first; page with cursor.")),
     ),
     Verb(
         command=("memory", "dream", "show"), input=dreams.DreamIdInput, service=dreams.dream_show,
-        positionals=("run_id",), human=render.human_dream_show,
+        positionals=("run_id",), human=human.human_dream_show,
         summary="One dreaming run: candidates, scores, timings, its report and the controller decision.",
         routes=(Route("GET", "/api/memory/dreams/{run_id}"),), errors=(NotFound,),
         tool=Tool("compozy__memory_dream_show", ADMIN_TOOLSET, read_only=True, idempotent=True, description=(
@@ -47,7 +46,7 @@ VERBS = [
     ),
     Verb(
         command=("memory", "dream", "retry"), input=dreams.DreamIdInput, service=dreams.dream_retry,
-        positionals=("run_id",), human=render.human_dream_trigger,
+        positionals=("run_id",), human=human.human_dream_trigger,
         summary="Run dreaming again after a failed or canceled run (skips time and sessions, never the lock).",
         routes=(Route("POST", "/api/memory/dreams/{run_id}/retry"),), errors=(NotFound, Conflict, ControllerTimeout),
         tool=Tool("compozy__memory_dream_retry", ADMIN_TOOLSET, description=(

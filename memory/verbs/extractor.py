@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.cli.render import table, when
 from memory.domain.errors import ControllerTimeout, NotFound
 from memory.services import extractor
 
 from . import ADMIN_TOOLSET, Route, Tool, Verb
+from .human import table, when
 
 
 def human_status(document: dict[str, Any]) -> str:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from memory.cli.render import table
 from memory.domain.errors import ControllerTimeout
 from memory.services import imports
 
 from . import ADMIN_TOOLSET, Route, Tool, Verb
+from .human import table
 
 GROUPS = {("import",): "Bring in memory and history another tool kept before Compozy (Claude Code)."}
 

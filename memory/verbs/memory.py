@@ -4,11 +4,8 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
-
-from memory.cli import render
 from memory.domain.document import decode_utf8
 from memory.domain.errors import (
     Conflict,
@@ -17,11 +14,20 @@ from memory.domain.errors import (
     Rejected,
     ValidationError,
 )
-from memory.services import agents, catalog, decisions, history, memories, promote, propose, recall, snapshots
-from memory.services.inputs import Caller, Input
-from memory.services.results import Result
+from memory.services import (
+    agents,
+    catalog,
+    decisions,
+    history,
+    memories,
+    promote,
+    propose,
+    recall,
+    snapshots,
+    tokens,
+)
 
-from . import ADMIN_TOOLSET, AGENT_TOOLSET, Route, Switch, Tool, Verb
+from . import ADMIN_TOOLSET, AGENT_TOOLSET, Route, Switch, Tool, Verb, human
 
 WRITE_ERRORS = (Rejected, Conflict, ControllerTimeout)
 
@@ -67,25 +73,7 @@ def human_agents(document: dict[str, Any]) -> str:
         return "No agent holds memories here (an agent's memories are written with --scope agent --agent <name>)."
     rows = [(agent["agent_name"], tier["agent_tier"], tier["workspace_id"] or "-", tier["memories"])
             for agent in document["agents"] for tier in agent["tiers"]]
-    return render.table(rows, ["agent", "tier", "workspace", "memories"])
-
-
-class TokenInput(Input):
-    action: Literal["rotate", "path"] = Field(description=(
-        "rotate: replace the API bearer token (TCP clients must read the new one); path: print where it is."))
-
-
-class TokenResult(Result):
-    path: str
-    rotated: bool
-
-
-def token_manage(*, data: TokenInput, caller: Caller) -> TokenResult:
-    from memory.api.auth import rotate_token, token_path
-
-    if data.action == "rotate":
-        rotate_token()
-    return TokenResult(path=str(token_path()), rotated=data.action == "rotate")
+    return human.table(rows, ["agent", "tier", "workspace", "memories"])
 
 
 def human_token(document: dict[str, Any]) -> str:
@@ -95,7 +83,7 @@ def human_token(document: dict[str, Any]) -> str:
 CONTENT = {"content": read_content}
 
 snapshot_log = Verb(
-    input=snapshots.SnapshotLogInput, service=snapshots.snapshot_log, human=render.human_snapshot_log,
+    input=snapshots.SnapshotLogInput, service=snapshots.snapshot_log, human=human.human_snapshot_log,
     summary="The memories injected into a session's snapshot, in order.", items_key="injections",
     errors=(NotFound,),
 )
@@ -105,21 +93,21 @@ GROUPS = {("memory", "decisions"): "Controller decisions: list, show, revert, pr
 VERBS = [
     Verb(
         command=("memory", "write"), input=memories.WriteInput, service=memories.memory_write,
-        human=render.human_write, summary="Write a memory through the controller.", readers=CONTENT,
+        human=human.human_write, summary="Write a memory through the controller.", readers=CONTENT,
         routes=(Route("POST", "/api/memory"),), errors=WRITE_ERRORS,
     ),
     Verb(
         command=("memory", "edit"), input=memories.EditInput, service=memories.memory_edit, positionals=("filename",),
-        human=render.human_write, summary="Change a memory's content, name or description.", readers=CONTENT,
+        human=human.human_write, summary="Change a memory's content, name or description.", readers=CONTENT,
         routes=(Route("PATCH", "/api/memory/{filename}"),), errors=(NotFound, *WRITE_ERRORS),
     ),
     Verb(
         command=("memory", "delete"), input=memories.DeleteInput, service=memories.memory_delete,
-        positionals=("filename",), human=render.human_write, summary="Delete a memory through the controller.",
+        positionals=("filename",), human=human.human_write, summary="Delete a memory through the controller.",
         routes=(Route("DELETE", "/api/memory/{filename}"),), errors=(NotFound, *WRITE_ERRORS),
     ),
     Verb(
-        command=("memory", "list"), input=memories.ListInput, service=memories.memory_list, human=render.human_list,
+        command=("memory", "list"), input=memories.ListInput, service=memories.memory_list, human=human.human_list,
         summary="List memories, newest first, in cursor pages.", items_key="memories",
         routes=(Route("GET", "/api/memory"),),
         tool=Tool("compozy__memory_list", AGENT_TOOLSET, read_only=True, idempotent=True, description=(
@@ -138,7 +126,7 @@ VERBS = [
     ),
     Verb(
         command=("memory", "search"), input=recall.SearchInput, service=recall.memory_search, positionals=("query",),
-        human=render.human_search, summary="Recall: rank memories for a question or task in the visible scopes.",
+        human=human.human_search, summary="Recall: rank memories for a question or task in the visible scopes.",
         items_key="results", routes=(Route("POST", "/api/memory/search"),),
         tool=Tool("compozy__memory_search", AGENT_TOOLSET, read_only=True, description=(
             "Find the memories relevant to a question, a task or a single keyword, among those visible here "
@@ -149,7 +137,7 @@ VERBS = [
     ),
     Verb(
         command=("memory", "snapshot"), input=snapshots.SnapshotInput, service=snapshots.snapshot_assemble,
-        human=render.human_snapshot, summary="The frozen memory section a session's prompt starts with.",
+        human=human.human_snapshot, summary="The frozen memory section a session's prompt starts with.",
         routes=(Route("POST", "/api/memory/snapshot"),), errors=(NotFound,),
         switch=Switch("show_log", "List the memories injected into --session instead.", snapshot_log),
         tool=Tool("compozy__memory_snapshot", AGENT_TOOLSET, read_only=True, description=(
@@ -159,7 +147,7 @@ VERBS = [
     ),
     Verb(
         command=("memory", "promote"), input=promote.PromoteInput, service=promote.memory_promote,
-        positionals=("filename",), human=render.human_write,
+        positionals=("filename",), human=human.human_write,
         summary="Copy a memory into another scope (--to-scope) through the controller.",
         routes=(Route("POST", "/api/memory/promote"),), errors=(NotFound, *WRITE_ERRORS),
         tool=Tool("compozy__memory_promote", ADMIN_TOOLSET, destructive=True, idempotent=True, description=(
@@ -168,12 +156,12 @@ VERBS = [
             "where the copy goes.")),
     ),
     Verb(
-        command=("memory", "token"), input=TokenInput, service=token_manage, positionals=("action",),
+        command=("memory", "token"), input=tokens.TokenInput, service=tokens.token_manage, positionals=("action",),
         human=human_token, summary="The API bearer token in $COMPOZY_HOME/token: rotate it or show where it is.",
     ),
     Verb(
         command=("memory", "show"), input=memories.ShowInput, service=memories.memory_show, positionals=("filename",),
-        human=render.human_show, summary="Print one memory.", routes=(Route("GET", "/api/memory/{filename}"),),
+        human=human.human_show, summary="Print one memory.", routes=(Route("GET", "/api/memory/{filename}"),),
         errors=(NotFound,),
         tool=Tool("compozy__memory_show", AGENT_TOOLSET, read_only=True, idempotent=True, description=(
             "Read one memory by its filename, as listed or found by search. Give scope (and agent_tier) when the "
@@ -181,7 +169,7 @@ VERBS = [
     ),
     Verb(
         command=("memory", "decisions", "list"), input=decisions.DecisionListInput, service=decisions.decision_list,
-        human=render.human_decisions, summary="List controller decisions, newest first (contents redacted).",
+        human=human.human_decisions, summary="List controller decisions, newest first (contents redacted).",
         items_key="decisions", routes=(Route("GET", "/api/memory/decisions"),),
         tool=Tool("compozy__memory_decisions_list", ADMIN_TOOLSET, read_only=True, idempotent=True, description=(
             "List the write controller's decisions, newest first, without their contents. Filter by filename, "
@@ -189,7 +177,7 @@ VERBS = [
     ),
     Verb(
         command=("memory", "decisions", "show"), input=decisions.DecisionIdInput, service=decisions.decision_show,
-        positionals=("decision_id",), human=render.human_decision,
+        positionals=("decision_id",), human=human.human_decision,
         summary="Show one decision with its contents and rule trace.",
         routes=(Route("GET", "/api/memory/decisions/{decision_id}"),), errors=(NotFound,),
         tool=Tool("compozy__memory_decisions_show", ADMIN_TOOLSET, read_only=True, idempotent=True, description=(
@@ -197,7 +185,7 @@ VERBS = [
     ),
     Verb(
         command=("memory", "decisions", "revert"), input=decisions.RevertInput, service=decisions.decision_revert,
-        positionals=("decision_id",), human=render.human_revert, summary="Undo a decision with a new decision.",
+        positionals=("decision_id",), human=human.human_revert, summary="Undo a decision with a new decision.",
         routes=(Route("POST", "/api/memory/decisions/{decision_id}/revert"),), errors=(NotFound, *WRITE_ERRORS),
         tool=Tool("compozy__memory_decisions_revert", ADMIN_TOOLSET, destructive=True, idempotent=True,
                   description=(
@@ -206,7 +194,7 @@ VERBS = [
     ),
     Verb(
         command=("memory", "decisions", "prune"), input=decisions.PruneInput, service=decisions.decision_prune,
-        human=render.human_prune, items_key="roots",
+        human=human.human_prune, items_key="roots",
         summary="Delete applied decisions older than memory.decisions.prune_after_applied_days, keeping each "
                 "existing file's latest ones and every unapplied one.",
         routes=(Route("POST", "/api/memory/decisions/prune"),), errors=(ControllerTimeout,),
@@ -216,7 +204,7 @@ VERBS = [
     ),
     Verb(
         command=("memory", "history"), input=history.HistoryInput, service=history.history_list,
-        human=render.human_history, items_key="history",
+        human=human.human_history, items_key="history",
         summary="Operation history: memory.write, memory.delete, memory.search, memory.reindex.",
         routes=(Route("GET", "/api/memory/history"),),
         # The spec forbids compozy__memory_history, so the admin toolset's name carries its prefix.
@@ -225,14 +213,14 @@ VERBS = [
     ),
     Verb(
         command=("memory", "health"), input=catalog.HealthInput, service=catalog.health_get,
-        human=render.human_health, summary="Catalog drift, unapplied decisions and counts.",
+        human=human.human_health, summary="Catalog drift, unapplied decisions and counts.",
         routes=(Route("GET", "/api/memory/health"),),
         tool=Tool("compozy__memory_health", ADMIN_TOOLSET, read_only=True, idempotent=True, description=(
             "Catalog health: drift between the Markdown on disk and the catalog, unapplied decisions, counts.")),
     ),
     Verb(
         command=("memory", "reindex"), input=catalog.ReindexInput, service=catalog.catalog_reindex,
-        human=render.human_reindex, summary="Re-derive the catalog from disk; hand edits become decisions.",
+        human=human.human_reindex, summary="Re-derive the catalog from disk; hand edits become decisions.",
         cli_kwargs=reindex_progress, routes=(Route("POST", "/api/memory/reindex"),), errors=(ControllerTimeout,),
         tool=Tool("compozy__memory_reindex", ADMIN_TOOLSET, idempotent=True, description=(
             "Re-derive the catalog from the Markdown on disk; hand edits found there are recorded as "

@@ -14,7 +14,7 @@ from compozy.config import load_config
 from memory.domain.extraction import POLICY_TEXT, FailureRecord, StagedCandidate, Turn
 from memory.extractor import inbox
 from memory.extractor.extraction import SessionSource, extract_turns
-from memory.providers.base import get_provider
+from memory.providers import get_provider
 from tests.fake_completions import FakeCompletions
 
 SOURCE = SessionSource("sess-http", "sess-root", "01HXJ9YR4Q0000000000000000")

@@ -21,8 +21,8 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern
 
+from compozy.home import read_or_create_token
 from memory.api import urls as api_urls
-from memory.api.auth import read_or_create_token
 from tests import helpers as h
 from tests.conftest import Cli
 

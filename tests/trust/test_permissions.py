@@ -38,7 +38,7 @@ def use_every_file(home: Path, workspace: Path) -> subprocess.CompletedProcess[s
     assert written.returncode == 0, written.stderr
     token = run(home, workspace, sys.executable, "-c",
                 "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'compozy.settings'; django.setup(); "
-                "from memory.api.auth import read_or_create_token; read_or_create_token()")
+                "from compozy.home import read_or_create_token; read_or_create_token()")
     assert token.returncode == 0, token.stderr
     return written
 

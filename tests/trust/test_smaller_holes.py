@@ -8,7 +8,7 @@ import socket
 import pytest
 from django.test import Client
 
-from memory.api.auth import read_or_create_token
+from compozy.home import read_or_create_token
 from memory.domain.enums import MemoryType
 from memory.domain.names import memory_filename, slugify, validate_filename
 from tests import helpers as h

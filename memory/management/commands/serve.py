@@ -33,7 +33,7 @@ class Command(ProductCommand):
         from memory.bootstrap import bootstrap
 
         bootstrap()
-        from memory.api.auth import read_or_create_token, token_path
+        from compozy.home import read_or_create_token, token_path
 
         read_or_create_token()
         bind = options.get("bind") or get_config(None).server.bind
