@@ -340,8 +340,11 @@ def slug_of(name: str) -> str:
 
 def write_prose_memories(root: Path, count: int, words: ProseWords, rng: random.Random, *,
                          memory_type: str = "project", scope: str = "workspace", days: float = 60.0,
-                         now: datetime | None = None, session_size: int = 8) -> list[Path]:
-    """Write `count` valid memory files straight into `root` (no controller): prose text, and provenance
+                         now: datetime | None = None, session_size: int = 8,
+                         body_bytes: tuple[int, int] | None = None) -> list[Path]:
+    """Write `count` valid memory files straight into `root` (no controller): prose text (three short lines, or
+    with `body_bytes` (low, high) a body of a size drawn uniformly between them, in lines of twelve words: long
+    technical memories), and provenance
     created_at/updated_at spread over the last `days` days and a source session shared by each run of
     `session_size` files (memories are mostly written by agents in sessions, and recall follows a session's
     memories). Needs Django (call after `start()` or `attach()`)."""
@@ -353,7 +356,9 @@ def write_prose_memories(root: Path, count: int, words: ProseWords, rng: random.
     root.mkdir(parents=True, exist_ok=True)
     paths = []
     for index in range(count):
-        item = prose_content(words)
+        # About 80 bytes a line of twelve words (the vocabulary's words average 6.5 letters and a space).
+        item = prose_content(words) if body_bytes is None else prose_content(
+            words, lines=max(1, round(rng.uniform(*body_bytes) / 80)), per_line=12)
         created = now - timedelta(seconds=rng.uniform(0, days * 86_400))
         updated = created + (now - created) * rng.random()
         front = Frontmatter(name=item.name, description=item.description, type=MemoryType(memory_type),
