@@ -52,6 +52,12 @@ class TurnHit:
     content: str
     ts: datetime
     rank: float
+    kind: str = "user_message"
+
+    @property
+    def speaker(self) -> str:
+        """Who said it: the event's agent name, else the side of the conversation (`user`, `assistant`)."""
+        return self.agent_name or self.kind.removesuffix("_message")
 
 
 def search_turns(expression: str, *, workspace_id: str, limit: int, exclude_session: str = "") -> list[TurnHit]:
@@ -60,7 +66,7 @@ def search_turns(expression: str, *, workspace_id: str, limit: int, exclude_sess
         return []
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT e.session_id, e.seq, e.agent_name, e.content, e.ts, bm25({TABLE}) AS rank "
+            f"SELECT e.session_id, e.seq, e.agent_name, e.content, e.ts, bm25({TABLE}) AS rank, e.kind "
             f"FROM {TABLE} JOIN memory_session_events e ON e.id = {TABLE}.rowid "
             f"JOIN memory_sessions s ON s.session_id = e.session_id "
             f"WHERE {TABLE} MATCH %s AND e.workspace_id = %s AND e.session_id != %s "
@@ -69,8 +75,8 @@ def search_turns(expression: str, *, workspace_id: str, limit: int, exclude_sess
             [expression, workspace_id, exclude_session, limit])
         rows = cursor.fetchall()
     hits = []
-    for session_id, seq, agent_name, content, ts, rank in rows:
-        hits.append(TurnHit(session_id, seq, agent_name, content, _aware(ts), float(rank)))
+    for session_id, seq, agent_name, content, ts, rank, kind in rows:
+        hits.append(TurnHit(session_id, seq, agent_name, content, _aware(ts), float(rank), kind))
     return hits
 
 
@@ -84,11 +90,11 @@ def turn_successors(anchors: list[tuple[str, int]], *, window: int) -> list[tupl
     with connection.cursor() as cursor:
         for index, (session_id, seq) in enumerate(anchors):
             cursor.execute(
-                "SELECT session_id, seq, agent_name, content, ts FROM memory_session_events "
+                "SELECT session_id, seq, agent_name, content, ts, kind FROM memory_session_events "
                 "WHERE session_id = %s AND seq > %s AND kind IN ('user_message', 'assistant_message') "
                 "ORDER BY seq LIMIT %s", [session_id, seq, window])
-            for distance, (sid, turn_seq, agent_name, content, ts) in enumerate(cursor.fetchall(), 1):
-                found.append((index, distance, TurnHit(sid, turn_seq, agent_name, content, _aware(ts), 0.0)))
+            for distance, (sid, turn_seq, agent_name, content, ts, kind) in enumerate(cursor.fetchall(), 1):
+                found.append((index, distance, TurnHit(sid, turn_seq, agent_name, content, _aware(ts), 0.0, kind)))
     return found
 
 

@@ -191,13 +191,12 @@ MAX_PASSAGE_CHARS = 600
 
 
 def passage(hit: TurnHit) -> str:
-    """One ledger turn as the recall block shows it: `[8 May 2023] Speaker: text`, relative dates resolved against
-    the turn's own time, long text cut at a word."""
+    """One ledger turn as the recall block shows it: `[8 May 2023] Speaker: text` (the speaker's name, else `user`
+    or `assistant`), relative dates resolved against the turn's own time, long text cut at a word."""
     text = " ".join(strip_injected(hit.content).split())
     if len(text) > MAX_PASSAGE_CHARS:
         text = text[:MAX_PASSAGE_CHARS].rsplit(" ", 1)[0] + " …"
-    speaker = f" {hit.agent_name}:" if hit.agent_name else ""
-    return prompt_safe(f"[{day_text(hit.ts)}]{speaker} {resolve_relative_dates(text, hit.ts)}")
+    return prompt_safe(f"[{day_text(hit.ts)}] {hit.speaker}: {resolve_relative_dates(text, hit.ts)}")
 
 
 def recall_section(outcome: Recall | None, config: Config, now: datetime, refs: dict[str, ScopeRef], *,

@@ -113,6 +113,18 @@ def test_the_reply_to_a_matching_turn_is_handed_even_when_it_shares_no_word_with
     assert "Thanks!" not in ledger[:ledger.index("Ben: Frankfurt")]
 
 
+def test_a_ledger_turn_without_a_speaker_name_says_which_side_said_it(ws):
+    s.start(ws, "s1")
+    s.append(ws, "s1", [{"kind": "user_message", "content": "Which region hosts the staging database now?",
+                         "ts": "2023-05-08T13:56:00Z"},
+                        {"kind": "assistant_message", "content": "Frankfurt, since the staging move in March.",
+                         "ts": "2023-05-08T13:57:00Z"}])
+    s.stop(ws, "s1")
+    text = s.start(ws, "later", query="Which region hosts the staging database?")["snapshot"]["text"]
+    assert "[8 May 2023] user: Which region hosts the staging database now?" in text
+    assert "[8 May 2023] assistant: Frankfurt, since the staging move in March." in text
+
+
 def test_the_ledger_turns_of_another_workspace_never_reach_a_section(home, ws, tmp_path):
     other = tmp_path / "other-project"
     (other / ".git").mkdir(parents=True)
