@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from .dates import resolve_relative_dates
 from .enums import SessionEventKind as Kind
 from .extraction import strip_injected
 from .scanner import scan
@@ -165,8 +167,13 @@ class Message:
     def of(cls, item: dict[str, Any]) -> Message:
         # Compozy's own injected blocks (a <compozy_memory> section a client put in the first user message) are
         # never what happened in the session: the same stripping the extractor applies.
-        return cls(int(item["seq"]), str(item["kind"]), strip_injected(str(item.get("content") or "")),
-                   dict(item.get("data") or {}))
+        # Relative dates read against the event's own time ("yesterday" said a month ago is that day's yesterday),
+        # as the extractor reads them: the checkpoint is read sessions later.
+        content = strip_injected(str(item.get("content") or ""))
+        said = str(item.get("ts") or "")
+        if said:
+            content = resolve_relative_dates(content, datetime.fromisoformat(said.replace("Z", "+00:00")))
+        return cls(int(item["seq"]), str(item["kind"]), content, dict(item.get("data") or {}))
 
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -73,6 +73,9 @@ class Turn:
     seq: int
     role: str
     text: str
+    # When it was said (the ledger event's own time, ISO 8601), so what is read from it is dated by the session,
+    # not by when the extractor ran. Not sent to the provider: the text already carries resolved dates.
+    ts: str = ""
 
     def as_payload(self) -> dict[str, Any]:
         return {"seq": self.seq, "role": self.role, "text": self.text}
@@ -280,6 +283,9 @@ class StagedCandidate(BaseModel):
 
     source: RunSource
     memory: ExtractedMemory
+    # The time of the newest turn the memory cites as evidence (ISO 8601): the memory's provenance dates. Absent in
+    # lines staged before dates were kept; those are dated by their decision.
+    occurred_at: str | None = None
 
     def line(self) -> str:
         return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, sort_keys=True)
@@ -376,4 +382,5 @@ def candidate_from_staged(staged: StagedCandidate) -> Candidate:
                               confidence=CONFIDENCE),
     )
     return Candidate(ref=ref, origin=Origin.EXTRACTOR, frontmatter=front, body=memory.content,
-                     target_filename=memory_filename(memory.type, slot), entity=slot, session_id=source.session)
+                     target_filename=memory_filename(memory.type, slot), entity=slot, session_id=source.session,
+                     occurred_at=staged.occurred_at)

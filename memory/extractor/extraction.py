@@ -61,8 +61,14 @@ def projection(turns: list[Turn]) -> list[Turn]:
     for turn in turns:
         text = strip_injected(turn.text).strip()
         if text:
-            projected.append(Turn(turn.seq, turn.role, text[:MAX_TURN_CHARS]))
+            projected.append(Turn(turn.seq, turn.role, text[:MAX_TURN_CHARS], turn.ts))
     return projected
+
+
+def _occurred_at(evidence: list[int], said: dict[int, str]) -> str | None:
+    """The newest time among the evidence turns: a memory is as recent as the last thing it was read from."""
+    times = [said[seq] for seq in evidence if seq in said]
+    return max(times) if times else None
 
 
 def extract_turns(*, source: SessionSource, turns: list[Turn], context: list[Turn], config: Config,
@@ -118,7 +124,9 @@ def extract_turns(*, source: SessionSource, turns: list[Turn], context: list[Tur
     counters["invalid_lines"] = len(parsed.errors)
     counters["filtered"] = len(parsed.memories) - len(kept)
     if kept:
-        lines = [StagedCandidate(source=run, memory=memory).line() for memory in kept]
+        said = {turn.seq: turn.ts for turn in turns if turn.ts}
+        lines = [StagedCandidate(source=run, memory=memory, occurred_at=_occurred_at(memory.evidence, said)).line()
+                 for memory in kept]
         try:
             staged = inbox.stage(root, session=source.session_id, until_seq=last, lines=lines)
         except OSError as exc:

@@ -28,7 +28,7 @@ from memory.domain.dates import resolve_relative_dates
 from memory.domain.enums import EventOp, ExtractorState, SessionEventKind, SessionType
 from memory.domain.errors import NotFound
 from memory.domain.extraction import FailureRecord, Turn
-from memory.domain.models import utc_now
+from memory.domain.models import format_timestamp, utc_now
 from memory.models import ExtractorSession, Session, SessionEvent
 from memory.sessions import ledger
 
@@ -221,7 +221,7 @@ def readable_turns(rows: list[Any]) -> list[Turn]:
         # Relative dates read against the turn's own time ("yesterday" said on 8 May 2023 is 7 May 2023), so a
         # memory made from it still says when, read a month later.
         turns.extend(Turn(row.seq, USER_ROLE if row.kind == USER_KIND else "assistant",
-                          resolve_relative_dates(row.content, row.ts))
+                          resolve_relative_dates(row.content, row.ts), format_timestamp(row.ts))
                      for row in exchange if row.kind in (USER_KIND, ASSISTANT_KIND))
     return turns
 

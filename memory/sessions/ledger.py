@@ -18,7 +18,7 @@ from django.db import connection, transaction
 
 from memory.domain.enums import MESSAGE_KINDS, SessionEventKind, SessionStatus
 from memory.domain.errors import Conflict, NotFound
-from memory.domain.models import utc_now
+from memory.domain.models import format_timestamp, utc_now
 
 # SQLite limits a statement's bound parameters; key lookups are chunked below it.
 _KEY_CHUNK = 500
@@ -243,9 +243,9 @@ def projection(session_id: str, *, max_messages: int, max_bytes: int, from_seq: 
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*) FROM memory_session_events WHERE {where}", params)
         available = cursor.fetchone()[0]
-        cursor.execute(f"SELECT seq, turn_id, kind, content, data FROM memory_session_events WHERE {where} "
+        cursor.execute(f"SELECT seq, turn_id, kind, content, data, ts FROM memory_session_events WHERE {where} "
                        f"ORDER BY seq DESC LIMIT %s", [*params, max_messages])
-        for seq, turn_id, kind, content, data in cursor.fetchall():
+        for seq, turn_id, kind, content, data, ts in cursor.fetchall():
             raw = content.encode("utf-8")
             if len(raw) > per_message:
                 half = per_message // 2
@@ -256,10 +256,19 @@ def projection(session_id: str, *, max_messages: int, max_bytes: int, from_seq: 
             if kept and used + size > max_bytes:
                 break
             used += size
+            # ts: when it was said (the client's own time), so what the checkpoint keeps from it is dated by it.
             kept.append({"seq": seq, "turn_id": turn_id, "kind": kind, "content": content,
-                         "data": json.loads(data) if isinstance(data, str) else data})
+                         "data": json.loads(data) if isinstance(data, str) else data, "ts": _iso(ts)})
     kept.reverse()
     return Projection(kept, available - len(kept), truncated)
+
+
+def _iso(value: Any) -> str:
+    """A stored event time (SQLite's text, UTC) as ISO 8601 with its zone, or "" when there is none."""
+    if not value:
+        return ""
+    when = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return format_timestamp(when if when.tzinfo else when.replace(tzinfo=UTC))
 
 
 def last_imported(session_id: str) -> tuple[str, str, str] | None:
