@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from compozy.config import compozy_home
+from compozy.home import write_private
 
 
 def address_file() -> Path:
@@ -15,9 +16,7 @@ def address_file() -> Path:
 
 
 def record_address(bind: str) -> None:
-    temp = address_file().with_name(f".serve.{os.getpid()}.compozy-tmp")
-    temp.write_text(json.dumps({"pid": os.getpid(), "bind": bind}))
-    os.replace(temp, address_file())
+    write_private(address_file(), json.dumps({"pid": os.getpid(), "bind": bind}))
 
 
 def forget_address(bind: str) -> None:

@@ -7,32 +7,15 @@ import os
 from pathlib import Path
 
 from compozy.config import compozy_home
-from compozy.home import secure_home
+from compozy.home import secret_key, secure_home
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 COMPOZY_HOME = compozy_home()
 # 0700 home, 0600 database (so its WAL and SHM are too), an existing looser home tightened: see compozy/home.py.
 secure_home(COMPOZY_HOME)
 
-# A per-home secret, created on first use with mode 0600, so sessions and CSRF survive restarts. Several processes
-# may start together on a fresh home: each writes a complete temp file and link() lets exactly one win.
-_secret_file = COMPOZY_HOME / "secret_key"
-if not _secret_file.exists():
-    import secrets
-
-    _temp = COMPOZY_HOME / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}.compozy-tmp"
-    _fd = os.open(_temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(_fd, "w") as _handle:
-        _handle.write(secrets.token_urlsafe(50))
-        _handle.flush()
-        os.fsync(_handle.fileno())
-    try:
-        os.link(_temp, _secret_file)
-    except FileExistsError:
-        pass
-    finally:
-        os.unlink(_temp)
-SECRET_KEY = os.environ.get("COMPOZY_SECRET_KEY") or _secret_file.read_text().strip()
+# A per-home secret, created on first use with mode 0600, so sessions and CSRF survive restarts.
+SECRET_KEY = os.environ.get("COMPOZY_SECRET_KEY") or secret_key(COMPOZY_HOME)
 
 DEBUG = os.environ.get("COMPOZY_DEBUG", "") == "1"
 ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]"]

@@ -19,6 +19,8 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+from compozy.home import PRIVATE_FILE, private_dir
+
 LINE_INVALID = "hook.transcript_line_invalid"
 
 
@@ -33,8 +35,9 @@ def log_failure(*, code: str, message: str, client: str = "", event: str = "", s
              "event": event, "session_id": session_id, "message": message[:2000]}
     try:
         path = log_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
+        private_dir(path.parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, PRIVATE_FILE)
+        with os.fdopen(fd, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     except OSError:
         pass

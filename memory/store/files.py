@@ -7,17 +7,24 @@ import contextlib
 import errno
 import hashlib
 import os
-import secrets
 import stat as stat_module
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from compozy.config import compozy_home
+from compozy.home import (
+    PRIVATE_FILE,
+    TEMP_SUFFIX,
+    commit_private,
+    discard_temp,
+    fsync_dir,
+    private_dir,
+    reserve_private,
+)
 from memory.domain.errors import Conflict, ValidationError
 from memory.domain.names import INDEX_FILENAME, SYSTEM_DIR, document_kind
 
-TEMP_SUFFIX = ".compozy-tmp"
 Step = Callable[[str], None]
 SYMLINK_REASON = "symlink_escape"
 # Every open under a memory root: never through a symlink (a repository can ship `.compozy/memory/MEMORY.md` as a
@@ -35,17 +42,9 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def ensure_dir(path: Path) -> None:
-    if not path.is_dir():
-        path.mkdir(parents=True, exist_ok=True)
+    """A directory of a memory root (or above it, up to `.compozy`): each one created is 0700."""
+    private_dir(path)
 
 
 def symlink_refused(filename: str) -> ValidationError:
@@ -141,7 +140,8 @@ def read_index_text(path: Path) -> str | None:
 
 
 def atomic_write(path: Path, text: str, *, step: Step = _noop_step) -> None:
-    """Temp file in the same directory, fsync, rename over the target, fsync the directory.
+    """Temp file in the same directory (0600), fsync, rename over the target, fsync the directory: the home's one
+    private writer (`compozy/home.py: write_private`), with the crash tests' boundaries.
 
     The rename replaces a symlink at the target, never what it points to. `step` is called at each boundary so
     the crash tests can kill the writer there.
@@ -154,32 +154,13 @@ def reserve_write(path: Path, text: str) -> Path:
     relies on them (the controller reserves a file's space before it commits the decision). A write that fails
     (a full disk, a read-only filesystem) removes its temp file, so no 0-byte leftover stays behind."""
     ensure_dir(path.parent)
-    temp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
-    data = text.encode("utf-8")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_FOLLOW, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        discard_reserved(temp)
-        raise
-    os.close(fd)
-    return temp
+    return reserve_private(path, text.encode("utf-8"))
 
 
 def commit_reserved(temp: Path, path: Path, *, step: Step = _noop_step) -> None:
     """Rename a reserved temp file over its target and fsync the directory."""
     step("after_temp_write")
-    try:
-        os.replace(temp, path)
-    except BaseException:
-        discard_reserved(temp)
-        raise
-    fsync_dir(path.parent)
+    commit_private(temp, path)
     step("after_rename")
 
 
@@ -187,7 +168,11 @@ def write_marker(path: Path, text: str) -> None:
     """A small marker under $COMPOZY_HOME/run (never in a memory root), not fsync'd: it only has to outlive its
     writer being killed, which the page cache does."""
     ensure_dir(path.parent)
-    path.write_text(text, encoding="utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NO_FOLLOW, PRIVATE_FILE)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
 
 
 def read_marker(path: Path) -> str | None:
@@ -203,8 +188,7 @@ def remove_marker(path: Path) -> None:
 
 
 def discard_reserved(temp: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(temp)
+    discard_temp(temp)
 
 
 def append_durably(path: Path, text: str) -> bool:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from compozy.home import PRIVATE_FILE
 from memory.domain.checkpoint import CHECKPOINT_FILENAME
 from memory.domain.names import INDEX_FILENAME
 
@@ -59,7 +60,7 @@ def ensure_gitignore(workspace_dir: Path) -> bool:
         if existing and not existing.endswith("\n"):
             text = "\n" + text
         # Append only: a concurrent writer may have appended the same lines, which is harmless to git.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NO_FOLLOW, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NO_FOLLOW, PRIVATE_FILE)
         try:
             os.write(fd, text.encode("utf-8"))
             os.fsync(fd)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +11,9 @@ from pathlib import Path
 from ulid import ULID
 
 from compozy.config import compozy_home
+from compozy.home import write_private
 from memory.domain.errors import ValidationError, WorkspaceRequired
 from memory.domain.models import format_timestamp, parse_timestamp, utc_now
-
-from .files import fsync_dir
 
 WORKSPACE_FILE = Path(".compozy") / "workspace.toml"
 _ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
@@ -155,27 +153,13 @@ def create_identity(directory: Path) -> WorkspaceIdentity:
             details={"field": "workspace", "path": str(directory), "reason": reason},
         )
     target = directory / WORKSPACE_FILE
-    target.parent.mkdir(parents=True, exist_ok=True)
     text = (
         f'workspace_id = "{ULID()}"\n'
         f'created_at = "{format_timestamp(utc_now())}"\n'
         f"realpath_at_creation = {_toml_string(str(directory))}\n"
     )
-    temp = target.parent / f".workspace.toml.{os.getpid()}.{secrets.token_hex(4)}.compozy-tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        os.write(fd, text.encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        # link() fails if the target exists, so exactly one racer's identity wins and the rest read it.
-        os.link(temp, target)
-        fsync_dir(target.parent)
-    except FileExistsError:
-        pass
-    finally:
-        os.unlink(temp)
+    # Linked, not renamed: of several processes racing to create it, exactly one identity wins and the rest read it.
+    write_private(target, text, replace=False)
     return read_identity(directory)
 
 

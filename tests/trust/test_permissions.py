@@ -7,12 +7,16 @@ log) and the database, WAL, SHM, token, secret and lock files are 0600.
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+from tests.background.dreaming_helpers import SUBJECTS
 from tests.conftest import COMPOZY
 
 PRIVATE_FILES = ("compozy.db", "compozy.db-wal", "compozy.db-shm", "token", "secret_key", "run/write.lock",
@@ -24,10 +28,15 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def run(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
     env["COMPOZY_HOME"] = str(home)
-    return subprocess.run([*args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, umask=0o022)
+    return env
+
+
+def run(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*args], cwd=cwd, env=run_env(home), capture_output=True, text=True, timeout=120,
+                          umask=0o022)
 
 
 def use_every_file(home: Path, workspace: Path) -> subprocess.CompletedProcess[str]:
@@ -76,3 +85,56 @@ def test_an_existing_world_readable_home_is_tightened_at_start_up_and_said_once(
     assert all(mode(home / name) == 0o600 for name in PRIVATE_FILES if (home / name).exists())
     second = run(home, workspace_dir, COMPOZY, "memory", "list", "-o", "json")
     assert second.returncode == 0 and TIGHTENED not in second.stderr, second.stderr
+
+
+def test_every_workspace_artifact_and_home_file_is_private_under_umask_022(tmp_path, workspace_dir):
+    """Memory files, MEMORY.md, workspace.toml, the checkpoint (built from prompts), the extractor's staging and
+    dead letters, dreaming reports, _system/ and the home's logs: 0600 files in 0700 directories, whatever the
+    umask. Git records only the executable bit, so 0600 memory files still share through a clone."""
+    home = tmp_path / "home"
+    written = []
+    for name, body in SUBJECTS[:5]:
+        result = run(home, workspace_dir, COMPOZY, "memory", "write", "--type", "project", "--name", name,
+                     "--description", name, "--content", body, "-o", "json")
+        assert result.returncode == 0, result.stderr
+        written.append(json.loads(result.stdout)["decision"])
+    # A session whose stop writes the checkpoint and runs the extractor (the task cluster inline, as serve runs it).
+    assert run(home, workspace_dir, COMPOZY, "session", "start", "--session", "s1", "-o", "json").returncode == 0
+    events = "".join(json.dumps(event) + "\n" for event in (
+        {"kind": "user_message", "turn_id": "t1", "content": "We decided to use PostgreSQL 16 for billing. "
+         "Remember that I prefer tabs over spaces in Makefiles."},
+        {"kind": "assistant_message", "turn_id": "t1", "content": "Noted; I updated billing/db.py."},
+        {"kind": "done", "turn_id": "t1", "content": ""}))
+    appended = subprocess.run([COMPOZY, "session", "append", "s1", "--jsonl", "-", "-o", "json"], input=events,
+                              cwd=workspace_dir, env={**run_env(home), "COMPOZY_Q_SYNC": "1"}, capture_output=True,
+                              text=True, timeout=120, umask=0o022)
+    assert appended.returncode == 0, appended.stderr
+    stopped = subprocess.run([COMPOZY, "session", "stop", "s1", "-o", "json"], cwd=workspace_dir,
+                             env={**run_env(home), "COMPOZY_Q_SYNC": "1"}, capture_output=True, text=True,
+                             timeout=120, umask=0o022)
+    assert stopped.returncode == 0, stopped.stderr
+    # A staged file the drain cannot resolve stays as a dead letter: the extractor's own files, kept.
+    workspace_id = written[0]["workspace_id"]
+    db = sqlite3.connect(home / "compozy.db")
+    with db:
+        now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        db.executemany("INSERT INTO memory_recall_signals (root_key, filename, recall_count, recall_score, "
+                       "first_recalled_at, last_recalled_at, promoted_at, promoted_run) VALUES (?, ?, 3, 0.8, ?, ?, "
+                       "NULL, '')", [(f"workspace:{workspace_id}", d["target_filename"], now, now) for d in written])
+    db.close()
+    dreamed = run(home, workspace_dir, COMPOZY, "memory", "dream", "trigger", "--force", "-o", "json")
+    assert dreamed.returncode == 0 and json.loads(dreamed.stdout)["triggered"], dreamed.stdout + dreamed.stderr
+    # A hook that fails logs under the home.
+    run(home, workspace_dir, COMPOZY, "hook", "claude-code", "NoSuchEvent")
+
+    compozy_dir = workspace_dir / ".compozy"
+    made = {path.relative_to(tmp_path).as_posix() for top in (compozy_dir, home) for path in top.rglob("*")}
+    # What the test must have made for its answer to mean anything.
+    assert {"project/.compozy/memory/project_checkpoint_summary.md", "project/.compozy/workspace.toml",
+            "project/.compozy/memory/MEMORY.md", "home/memory/_inbox", "home/logs/hooks.log"} <= made, sorted(made)
+    assert any(name.startswith("project/.compozy/memory/_system/dreaming/") and name.endswith(".md")
+               for name in made), sorted(made)
+    assert any(name.startswith("home/memory/_inbox/s1") for name in made), sorted(made)
+    readable = sorted(f"{oct(mode(path))} {path.relative_to(tmp_path)}" for top in (compozy_dir, home)
+                      for path in [top, *top.rglob("*")] if not path.is_socket() and mode(path) & 0o077)
+    assert readable == []
