@@ -270,7 +270,7 @@ class InProcess:
 
     def call(self, verb: str, item: str,
              serialization: list[float] | None = None) -> tuple[float, int, str, int | None]:
-        from memory.domain.errors import MemoryError_
+        from memory.domain.errors import CompozyError
 
         started = time.perf_counter()
         try:
@@ -280,7 +280,7 @@ class InProcess:
             else:
                 result = self._show(data=self._show_input.parse({"filename": item, "workspace": self.workspace}),
                                     caller=self.caller)
-        except MemoryError_ as exc:
+        except CompozyError as exc:
             return time.perf_counter() - started, -1, exc.code, None
         elapsed = time.perf_counter() - started
         if serialization is not None:

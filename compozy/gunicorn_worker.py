@@ -10,7 +10,7 @@ from typing import Any
 from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
 
-from memory.domain.errors import MemoryError_, ValidationError
+from memory.domain.errors import CompozyError, ValidationError
 
 # gunicorn's reason phrase → the `reason` in details, for the refusals a client can act on.
 _REASONS = {414: "uri_too_long", 431: "headers_too_large", 417: "expectation_failed", 501: "transfer_coding",
@@ -45,7 +45,7 @@ def _status(response: bytes) -> tuple[int, str]:
 
 def error_document(status: int, reason: str, exc: BaseException) -> dict[str, Any]:
     if status >= 500 and status != 501:
-        return MemoryError_("Internal error; the server log has the details.").to_dict()
+        return CompozyError("Internal error; the server log has the details.").to_dict()
     message = f"{reason}: {exc}" if str(exc) else reason
     return ValidationError(message[:500], details={"reason": _REASONS.get(status, "bad_request")}).to_dict()
 

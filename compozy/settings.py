@@ -65,7 +65,8 @@ TEMPLATES = [
 ]
 
 # WAL so readers never block the writer; IMMEDIATE so concurrent writers queue on the busy timeout instead of
-# failing with "database is locked" when a read transaction upgrades (verified in DESIGN.md).
+# failing with "database is locked" when a read transaction upgrades (a deferred transaction that reads, then
+# writes, cannot wait for the lock: SQLite answers SQLITE_BUSY at once).
 def _read_only(path: Path) -> bool:
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
@@ -91,8 +92,8 @@ DATABASES = {
             "timeout": 20,
         },
         "TEST": {"NAME": None},
-        # Keep each server thread's connection: opening a SQLite connection (and its PRAGMAs) per request costs
-        # about half a millisecond.
+        # Keep each server thread's connection: opening a SQLite connection and running its PRAGMAs per request
+        # would cost more than most requests' own work.
         "CONN_MAX_AGE": None,
         "CONN_HEALTH_CHECKS": True,
     }

@@ -54,9 +54,9 @@ def server_error(request):  # noqa: ANN001, ANN201
         from django.views.defaults import server_error as page
 
         return page(request)
-    from memory.domain.errors import MemoryError_
+    from memory.domain.errors import CompozyError
 
-    error = MemoryError_("Internal error; the server log has the details.")
+    error = CompozyError("Internal error; the server log has the details.")
     return JsonResponse(error.to_dict(), status=500)
 
 

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from memory.services import (
     UNPRINTABLE,
-    MemoryError_,
+    CompozyError,
     MemoryType,
     Origin,
     Rejected,
@@ -98,7 +98,7 @@ def page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
             return HttpResponseRedirect(f"{reverse('inspector:signin')}?{urlencode({'next': request.get_full_path()})}")
         try:
             response = view(request, *args, **kwargs)
-        except MemoryError_ as exc:
+        except CompozyError as exc:
             response = render(request, "inspector/error.html", {"error": exc.to_dict()}, status=exc.http_status)
         return _with_csp(_visible_controls(response))
 
@@ -128,7 +128,7 @@ def _render_attempt(request: HttpRequest, template: str, context: dict[str, Any]
     try:
         context.update(produce())
         status = 200
-    except MemoryError_ as exc:
+    except CompozyError as exc:
         context["error"] = exc.to_dict()
         status = exc.http_status
     return render(request, template, context, status=status)
@@ -274,7 +274,7 @@ def _form_page(request: HttpRequest, form: Form, values: dict[str, Any], extra: 
     return render(request, "inspector/memory_form.html", context, status=status)
 
 
-def _form_failure(request: HttpRequest, exc: MemoryError_, form: Form, values: dict[str, Any],
+def _form_failure(request: HttpRequest, exc: CompozyError, form: Form, values: dict[str, Any],
                   extra: dict[str, Any]) -> HttpResponse:
     """The form again, holding what the person typed, with the error; a rejection names the rules that failed."""
     context: dict[str, Any] = dict(extra)
@@ -301,7 +301,7 @@ def memory_create(request: HttpRequest) -> HttpResponse:
     values = form.read(request.POST)
     try:
         result = memories.memory_write(data=form.model.parse(values), caller=CALLER)
-    except MemoryError_ as exc:
+    except CompozyError as exc:
         return _form_failure(request, exc, form, values, {})
     return _decision_page(request, result.to_json())
 
@@ -321,7 +321,7 @@ def memory_edit(request: HttpRequest, filename: str) -> HttpResponse:
     try:
         data = form.model.parse({**selectors, **values, "filename": filename})
         result = memories.memory_edit(data=data, caller=CALLER)
-    except MemoryError_ as exc:
+    except CompozyError as exc:
         return _form_failure(request, exc, form, values, extra)
     return _decision_page(request, result.to_json())
 
@@ -401,7 +401,7 @@ def decision_revert(request: HttpRequest, decision_id: str) -> HttpResponse:
             return _decision_page(request, decisions.decision_revert(data=data, caller=CALLER).to_json())
         context["preview"] = decisions.decision_revert(data=data.model_copy(update={"dry_run": True}),
                                                        caller=CALLER).to_json()
-    except MemoryError_ as exc:
+    except CompozyError as exc:
         context["error"] = exc.to_dict()
         return render(request, "inspector/confirm_revert.html", context, status=exc.http_status)
     return render(request, "inspector/confirm_revert.html", context)

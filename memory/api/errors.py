@@ -1,4 +1,5 @@
-"""The one place HTTP turns errors into `{code, message, details}` with the status from clarifications.md."""
+"""The one place HTTP turns errors into `{code, message, details}`, with the HTTP status each error class
+declares (`memory/domain/errors.py`)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """Statements of the write path on Django's connection, without Django's per-statement cost.
 
-Each statement through Django's cursor cost about 20 us on top of SQLite's 5 (a cursor wrapper per
+A statement through Django's cursor costs several times what SQLite itself spends on it (a cursor wrapper per
 `connection.cursor()`, the chain of execute wrappers, and a regular expression turning every `%s` into `?` on every
-call), and the extractor's drain runs about twenty statements per candidate. `cursor()` hands out the same
+call), and the write path and the extractor's drain run many statements per write. `cursor()` hands out the same
 connection's sqlite3 cursor behind a thin wrapper that does what Django's does, once where it can: the `%s` to `?`
 conversion (Django's own expression) once per statement text, Django's refusal of a statement inside a broken
 transaction, and Django's translation of every sqlite3 error into its own (`django.db.OperationalError`, ...), so
-callers catch what they caught before. The statements, their parameters, the connection and its transaction are the
+callers catch what Django's cursor raises. The statements, their parameters, the connection and its transaction are the
 same, so are the rows.
 
 When anything watches the statements (an execute wrapper, as tests and benchmarks install, or the query log of

@@ -1,4 +1,5 @@
-"""The deterministic decision rules, applied in the order of clarifications.md. Each rule appends
+"""The deterministic decision rules, applied in a fixed order (numbered in `decide`: normalize, scan, delete
+request, exact duplicate, filename collision, entity slot, lexical overlap with the fact slot). Each rule appends
 `{name, passed, reason, target}` to the trace. The rules read the catalog, never scan the disk."""
 
 from __future__ import annotations

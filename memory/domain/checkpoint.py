@@ -36,7 +36,6 @@ SECTIONS: tuple[tuple[str, str, int], ...] = (
     ("context", "Critical context (errors, ids, versions, commands)", 15),
 )
 SECTION_KEYS = tuple(key for key, _heading, _cap in SECTIONS)
-HEADINGS = {key: heading for key, heading, _cap in SECTIONS}
 CAPS = {key: cap for key, _heading, cap in SECTIONS}
 EMPTY_ITEM = "(none yet)"
 ITEM_MAX_CHARS = 240

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-# The weights of the candidate score (clarifications, "Dreaming"). They sum to 1, so a score is in [0, 1].
+# The weights of the candidate score: how often and how well a memory was recalled weigh most, then how recently,
+# then how new it is. They sum to 1, so a score is in [0, 1].
 WEIGHT_FREQUENCY = 0.30
 WEIGHT_RELEVANCE = 0.35
 WEIGHT_RECENCY = 0.20
@@ -23,11 +24,6 @@ class Gate(StrEnum):
     SESSIONS = "sessions"
     LOCK = "lock"
     SIGNAL = "signal"
-
-
-GATE_ORDER = (Gate.DISABLED, Gate.TIME, Gate.SESSIONS, Gate.LOCK, Gate.SIGNAL)
-# --force skips these; never the lock (nor the signal, nor the configuration switch).
-FORCE_SKIPS = frozenset({Gate.TIME, Gate.SESSIONS})
 
 
 class RunStatus(StrEnum):

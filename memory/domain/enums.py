@@ -90,7 +90,7 @@ class EventOp(StrEnum):
     PROVIDER_COLLISION = "memory.provider.collision"
     WORKSPACE_RELOCATED = "memory.workspace.relocated"
     DECISIONS_PRUNED = "memory.decisions.pruned"
-    # Sessions (issue 14): the ledger's lifecycle, checkpoint continuity and pressure compaction. Ledger appends
+    # Sessions: the ledger's lifecycle, checkpoint continuity and pressure compaction. Ledger appends
     # are not memory events; these mark what an operator follows (a checkpoint that failed, a span archived).
     SESSION_STARTED = "memory.session.started"
     SESSION_STOPPED = "memory.session.stopped"

@@ -6,7 +6,9 @@ import errno
 from typing import Any
 
 
-class MemoryError_(Exception):
+class CompozyError(Exception):
+    """The root of every error the product raises on purpose: a stable code, an HTTP status, an exit code."""
+
     code = "memory.internal"
     http_status = 500
     exit_code = 1
@@ -20,67 +22,61 @@ class MemoryError_(Exception):
         return {"code": self.code, "message": self.message, "details": self.details}
 
 
-class ValidationError(MemoryError_):
+class ValidationError(CompozyError):
     code = "memory.validation"
     http_status = 400
     exit_code = 2
 
 
-class ScopeInvalid(MemoryError_):
+class ScopeInvalid(CompozyError):
     code = "memory.scope.invalid"
     http_status = 400
     exit_code = 2
 
 
-class AgentTierRequired(MemoryError_):
+class AgentTierRequired(CompozyError):
     code = "memory.scope.agent_tier_required"
     http_status = 400
     exit_code = 2
 
 
-class WorkspaceRequired(MemoryError_):
+class WorkspaceRequired(CompozyError):
     code = "memory.scope.workspace_required"
     http_status = 400
     exit_code = 2
 
 
-class NotFound(MemoryError_):
+class NotFound(CompozyError):
     code = "memory.not_found"
     http_status = 404
     exit_code = 3
 
 
-class Conflict(MemoryError_):
+class Conflict(CompozyError):
     code = "memory.conflict"
     http_status = 409
     exit_code = 4
 
 
-class Rejected(MemoryError_):
+class Rejected(CompozyError):
     code = "memory.rejected"
     http_status = 422
     exit_code = 5
 
 
-class ControllerTimeout(MemoryError_):
+class ControllerTimeout(CompozyError):
     code = "memory.controller.timeout"
     http_status = 503
     exit_code = 6
 
 
-class ProviderCollision(MemoryError_):
+class ProviderCollision(CompozyError):
     code = "memory.provider.collision"
     http_status = 409
     exit_code = 4
 
 
-class Unsupported(MemoryError_):
-    code = "memory.unsupported"
-    http_status = 501
-    exit_code = 7
-
-
-class ConfigError(MemoryError_):
+class ConfigError(CompozyError):
     """A configuration file or variable is invalid. Reported with the key and the file that set it."""
 
     code = "memory.validation"
@@ -88,17 +84,13 @@ class ConfigError(MemoryError_):
     exit_code = 2
 
 
-# Public alias: `MemoryError` shadows a builtin, so the class carries a trailing underscore.
-CompozyError = MemoryError_
-
-
-class Unauthorized(MemoryError_):
+class Unauthorized(CompozyError):
     code = "memory.unauthorized"
     http_status = 401
     exit_code = 8
 
 
-class StorageFull(MemoryError_):
+class StorageFull(CompozyError):
     """The filesystem a write needs is full (or over a quota, or the file-size limit): nothing was decided."""
 
     code = "memory.storage.full"
@@ -106,7 +98,7 @@ class StorageFull(MemoryError_):
     exit_code = 10
 
 
-class StorageReadOnly(MemoryError_):
+class StorageReadOnly(CompozyError):
     """The filesystem a write needs is read-only: nothing was decided. Reads keep working."""
 
     code = "memory.storage.read_only"
@@ -114,7 +106,7 @@ class StorageReadOnly(MemoryError_):
     exit_code = 10
 
 
-class DecisionPending(MemoryError_):
+class DecisionPending(CompozyError):
     """The decision is durable but its file could not be written (its root is held): it is applied by the next
     replay once the root can be written again. Not a failure to retry: retrying returns the same decision."""
 
@@ -125,7 +117,7 @@ class DecisionPending(MemoryError_):
 
 # errno → (reason, error class) for the failures that mean "this filesystem cannot take the write now", as
 # opposed to a bug: a root on such a filesystem is held, never a crash of the whole home.
-STORAGE_ERRNOS: dict[int, tuple[str, type[MemoryError_]]] = {
+STORAGE_ERRNOS: dict[int, tuple[str, type[CompozyError]]] = {
     errno.ENOSPC: ("disk_full", StorageFull),
     errno.EDQUOT: ("quota_exceeded", StorageFull),
     errno.EFBIG: ("file_too_large", StorageFull),
@@ -140,14 +132,14 @@ def storage_reason(exc: BaseException) -> str | None:
     return None
 
 
-def storage_error(exc: OSError, *, where: str, details: dict[str, Any] | None = None) -> MemoryError_:
+def storage_error(exc: OSError, *, where: str, details: dict[str, Any] | None = None) -> CompozyError:
     """The domain error for a storage OSError (see `storage_reason`)."""
     reason, kind = STORAGE_ERRNOS[exc.errno]  # type: ignore[index]
     return kind(f"{where} cannot be written: {exc.strerror or reason}. Nothing was decided; retry once it can.",
                 details={"reason": reason, "path": str(exc.filename or ""), **(details or {})})
 
 
-def environment_error(exc: BaseException) -> MemoryError_ | None:
+def environment_error(exc: BaseException) -> CompozyError | None:
     """The stable error for a failure of the environment rather than of the code, or None: a storage OSError
     (see `storage_reason`), or SQLite saying the database is held by another process's write (the README's
     `memory.controller.timeout`), is full, or is read-only. SQLite's messages are its stable C API strings."""

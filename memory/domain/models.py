@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic import ValidationError as PydanticValidationError
 
 from .enums import AgentTier, MemoryType, Origin, RequestKind, Scope
-from .errors import AgentTierRequired, MemoryError_, ScopeInvalid, ValidationError
+from .errors import AgentTierRequired, CompozyError, ScopeInvalid, ValidationError
 from .names import SESSION_ID_PATTERN, SESSION_ID_RULE, validate_agent_name
 
 # Read precedence: agent-workspace ▸ agent-global ▸ workspace ▸ global. A larger depth shadows a smaller one.
@@ -223,7 +223,7 @@ _SCOPE_FIELDS = {"scope", "agent_tier"}
 _PATTERN_RULES = {SESSION_ID_PATTERN: SESSION_ID_RULE}
 
 
-def translate_pydantic_error(exc: PydanticValidationError, *, where: str = "frontmatter") -> MemoryError_:
+def translate_pydantic_error(exc: PydanticValidationError, *, where: str = "frontmatter") -> CompozyError:
     """Map a pydantic failure to the stable code of its first offending field."""
     errors = exc.errors()
     first = errors[0] if errors else {"loc": (), "msg": str(exc), "type": ""}

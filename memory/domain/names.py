@@ -49,9 +49,9 @@ def validate_session_id(value: str, *, field: str = "session_id") -> str:
 def slugify(text: str) -> str:
     """ASCII-transliterated, lowercased, with every run of characters outside [a-z0-9] turned into `_`.
 
-    Filenames stay within [a-z0-9_.-] (clarifications.md), so names in other scripts are transliterated, not
-    dropped: `数据库迁移` → `shujukuqianyi`, `Привет мир` → `privet_mir`, `Café` → `cafe`. anyascii is
-    deterministic for a given version, which pyproject.toml pins exactly."""
+    Filenames stay within [a-z0-9_.-] (portable on every filesystem and safe in a shell), so names in other
+    scripts are transliterated, not dropped: `数据库迁移` → `shujukuqianyi`, `Привет мир` → `privet_mir`,
+    `Café` → `cafe`. anyascii is deterministic for a given version, which pyproject.toml pins exactly."""
     slug = _SLUG_RUN.sub("_", anyascii(text).lower()).strip("_")
     if not slug:
         raise ValidationError(

@@ -35,7 +35,7 @@ from memory.controller.rules import scan_rejections
 from memory.domain.document import render_document
 from memory.domain.dreaming import Gate, RunStatus, RunStep
 from memory.domain.enums import EventOp, MemoryType, Op, Origin, RequestKind, Scope
-from memory.domain.errors import MemoryError_, Rejected
+from memory.domain.errors import CompozyError, Rejected
 from memory.domain.models import Candidate, Frontmatter, Provenance, ScopeRef, format_timestamp, utc_now
 from memory.domain.names import memory_filename
 from memory.models import Consolidation, Decision
@@ -207,7 +207,7 @@ def execute(run: Consolidation, chosen: list[DreamCandidate], *, root: Path, con
         run.save()  # before submitting: recovery finds the decision by this hash if the process dies now
         try:
             decision = submit(candidate, root=root, config=config).decision
-        except MemoryError_:
+        except CompozyError:
             stored = _decision_of(run)
             if stored is not None:
                 run.decision_id, run.decision_op = stored.id, stored.op
@@ -229,7 +229,7 @@ def execute(run: Consolidation, chosen: list[DreamCandidate], *, root: Path, con
     except Exception as exc:  # noqa: BLE001 - every failure is recorded on the run; none escapes half-done
         timings["run_ms"] = _ms(total)
         run.timings = timings
-        if not isinstance(exc, MemoryError_):
+        if not isinstance(exc, CompozyError):
             _log.exception("dreaming run %s failed at %s", run.id, step.value)
         fail(run, step, exc, root=root)
     finally:
@@ -304,7 +304,7 @@ def stamp_signals(run: Consolidation, now: datetime) -> int:
 def fail(run: Consolidation, step: RunStep | None, exc: BaseException | str, *, root: Path | None,
          status: RunStatus | None = None) -> None:
     """Record a failed (or, when its lock was lost, canceled) run: row, failure record, event. Stamps nothing."""
-    if isinstance(exc, MemoryError_):
+    if isinstance(exc, CompozyError):
         error = exc.to_dict()
     elif isinstance(exc, str):
         error = {"code": "memory.dream.interrupted", "message": exc, "details": {}}

@@ -22,7 +22,7 @@ from memory.controller import faults
 from memory.controller.core import submit
 from memory.controller.lock import drain_lock
 from memory.controller.roots import resolve_root
-from memory.domain.errors import ControllerTimeout, MemoryError_
+from memory.domain.errors import CompozyError, ControllerTimeout
 from memory.domain.extraction import FailureSource, StagedCandidate, candidate_from_staged
 from memory.store.roots import global_root
 
@@ -137,7 +137,7 @@ def _submit_line(item: inbox.InboxFile, number: int, line: StagedCandidate, conf
 
     try:
         candidate = candidate_from_staged(line)
-    except (ValueError, MemoryError_) as exc:
+    except (ValueError, CompozyError) as exc:
         raise _FileFailed("resolve", f"line {number}: {_message(exc)}", source()) from None
     root = resolve_root(candidate.ref)
     if root is None:
@@ -157,7 +157,7 @@ def _submit_line(item: inbox.InboxFile, number: int, line: StagedCandidate, conf
 
 
 def _message(exc: BaseException) -> str:
-    if isinstance(exc, MemoryError_):
+    if isinstance(exc, CompozyError):
         return f"{exc.code}: {exc.message}"
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -539,15 +539,6 @@ def semantic_gate(scores: SemanticScores | None, lexical: set[int]) -> list[Sema
     return [SemanticHit(entry, best[entry][0], best[entry][1], best[entry][0] < gate) for entry in order]
 
 
-def semantic_list(query: RecallQuery, *, root_keys: list[str], include_system: bool, limit: int, generation: int,
-                  lexical: set[int]) -> list[SemanticHit]:
-    """The memories whose passages are nearest the query in the embedding space, best first (each memory by its
-    best passage); `lexical` holds the chunk ids the lexical lists found, which gate the memories only this list
-    finds. Raises EmbedderError when the query cannot be embedded."""
-    return semantic_gate(semantic_scores(query, root_keys=root_keys, include_system=include_system, limit=limit,
-                                         generation=generation), lexical)
-
-
 # The pipeline: a plan of the question, then five stages in the order they run (`recall` below reads them in one
 # screen). Rows are RecallRow all the way; each stage takes what the last one returned.
 

@@ -2,8 +2,8 @@
 and render errors, re-exported here so that surfaces such as the inspector import `memory.services` only."""
 
 from memory.domain.enums import AgentTier, MemoryType, Op, Origin, Scope
-from memory.domain.errors import MemoryError_, Rejected
+from memory.domain.errors import CompozyError, Rejected
 from memory.domain.text import UNPRINTABLE, escape_control_characters
 
-__all__ = ["UNPRINTABLE", "AgentTier", "MemoryError_", "MemoryType", "Op", "Origin", "Rejected", "Scope",
+__all__ = ["UNPRINTABLE", "AgentTier", "CompozyError", "MemoryType", "Op", "Origin", "Rejected", "Scope",
            "escape_control_characters"]

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from memory.controller.artifacts import read_artifact
 from memory.domain.dreaming import Gate, RunStatus
-from memory.domain.errors import Conflict, MemoryError_, NotFound, ValidationError, WorkspaceRequired
+from memory.domain.errors import CompozyError, Conflict, NotFound, ValidationError, WorkspaceRequired
 from memory.domain.models import utc_now
 from memory.dreaming import gates as g
 from memory.dreaming.candidates import Selection, count_candidates
@@ -329,7 +329,7 @@ def dream_scheduled_pass(*, caller: Caller) -> DreamPass:
                               trigger="schedule", actor=SCHEDULE_ACTOR)
         except WorkspaceRequired:
             continue  # not on this machine any more
-        except MemoryError_ as exc:
+        except CompozyError as exc:
             # One workspace's broken configuration must not keep the others from dreaming.
             _log.warning("dreaming check of workspace %s failed: %s", workspace_id, exc.message)
             continue

@@ -1,4 +1,7 @@
-"""`memory history`: the legacy summary shape, a thin compatibility view over memory_events."""
+"""The history noun: `memory history` on every surface (CLI, `GET /api/memory/history`, the admin tool
+`compozy__memory_admin_history`), what happened to memory in the spec's four operations (memory.write,
+memory.delete, memory.search, memory.reindex), newest first. Each item is one memory event (`memory_events`) named
+by its operation; every event with its own op and metadata is `events.py`'s `event_list`."""
 
 from __future__ import annotations
 
@@ -16,18 +19,18 @@ from .resolution import resolve
 from .results import HistoryItem, HistoryList, Page, iso
 from .timefilter import SINCE, parse_since
 
-LegacyOperation = Literal["memory.write", "memory.delete", "memory.search", "memory.reindex"]
+Operation = Literal["memory.write", "memory.delete", "memory.search", "memory.reindex"]
 
 
 class HistoryInput(Selector):
     limit: int | None = limit_field()
-    operation: LegacyOperation | None = Field(default=None, description=(
+    operation: Operation | None = Field(default=None, description=(
         "Only this operation: memory.write, memory.delete, memory.search or memory.reindex."))
     since: str | None = Field(default=None, description=SINCE)
     cursor: str | None = cursor_field()
 
 
-def _legacy_operation(event: Event) -> str:
+def _operation_of(event: Event) -> str:
     if event.op in (EventOp.WRITE_COMMITTED, EventOp.WRITE_REVERTED):
         return "memory.delete" if event.metadata.get("decision_op") == "delete" else "memory.write"
     if event.op == EventOp.RECALL_EXECUTED:
@@ -60,7 +63,7 @@ def history_list(*, data: HistoryInput, caller: Caller) -> HistoryList:
     binding = {"operation": data.operation, "since": data.since, "workspace": resolved.workspace_id}
     events, page = page_of(queryset.order_by("-ts", "-id"), cursor=data.cursor, limit=data.limit, binding=binding)
     items = [HistoryItem(
-        operation=_legacy_operation(event), event=event.op, filename=event.target, scope=event.scope,
+        operation=_operation_of(event), event=event.op, filename=event.target, scope=event.scope,
         agent_name=event.agent_name or None, agent_tier=event.agent_tier or None,
         workspace_id=event.workspace_id or None, decision_id=event.decision_id, actor=event.actor, ts=iso(event.ts),
     ) for event in events]

@@ -8,7 +8,7 @@ from typing import Any
 from ulid import ULID
 
 from memory.domain.enums import Origin
-from memory.domain.errors import MemoryError_, NotFound, ValidationError
+from memory.domain.errors import CompozyError, NotFound, ValidationError
 from memory.domain.models import utc_now
 from memory.models import Job
 
@@ -79,7 +79,7 @@ def job_run(*, job_id: str) -> None:
         if job.kind != "reindex":
             raise ValidationError(f"Unknown job kind {job.kind!r}.", details={"kind": job.kind})
         result = catalog_reindex(data=ReindexInput.parse(job.input), caller=caller, progress=progress)
-    except MemoryError_ as exc:
+    except CompozyError as exc:
         Job.objects.filter(id=job_id).update(status="failed", error=exc.to_dict(), finished_at=utc_now())
         return
     except Exception as exc:

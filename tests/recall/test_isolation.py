@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from memory.domain.errors import MemoryError_
+from memory.domain.errors import CompozyError
 from tests import helpers as h
 from tests.recall import helpers as r
 
@@ -188,7 +188,7 @@ def test_a_session_of_another_workspace_never_hands_over_its_entries(world, ask)
     r.snapshot(dirs["A"], session_id="a-main", agent_name="x", query=QUERY)
     try:
         seen = ask(dirs["B"])
-    except MemoryError_:
+    except CompozyError:
         return  # refusing is fine; handing over workspace A's memory is not
     for word in ("bison", "falcon"):
         assert word not in seen
