@@ -16,6 +16,10 @@ from memory.services.dreams import DREAM_SCHEDULE
 
 PRUNE_SCHEDULE = "compozy-decisions-prune"
 IDLE_SCHEDULE = "compozy-sessions-idle-close"
+HELD_SCHEDULE = "compozy-held-roots-retry"
+# How often a held root (a full or read-only filesystem) is retried: its decision lands within this long after
+# space returns. A retry with nothing unapplied is one indexed query.
+HELD_RETRY_MINUTES = 1
 # How often idle sessions are looked for: a session closes within this long after its idle time ran out.
 IDLE_CHECK_MINUTES = 15
 
@@ -38,6 +42,7 @@ def wanted() -> list[Recurring]:
         Recurring(PRUNE_SCHEDULE, "memory.background.tasks.prune_decisions", Schedule.DAILY),
         Recurring(DREAM_SCHEDULE, "memory.background.tasks.dream_check", Schedule.MINUTES, every),
         Recurring(IDLE_SCHEDULE, "memory.background.tasks.close_idle_sessions", Schedule.MINUTES, IDLE_CHECK_MINUTES),
+        Recurring(HELD_SCHEDULE, "memory.background.tasks.retry_held_roots", Schedule.MINUTES, HELD_RETRY_MINUTES),
     ]
 
 

@@ -23,6 +23,14 @@ def prune_decisions() -> dict:
     return result.to_json()
 
 
+def retry_held_roots() -> dict:
+    """Apply what waits for a held root (a full disk with space again): a server that makes no write of its own
+    would otherwise leave the root held, and health degraded, until some command replayed."""
+    from memory.services.decisions import decision_retry_held
+
+    return decision_retry_held().to_json()
+
+
 def close_idle_sessions() -> dict:
     """Stop the sessions idle for session.idle_close_after (their clients never said they ended)."""
     from memory.domain.enums import Origin

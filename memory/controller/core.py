@@ -115,6 +115,7 @@ def replay_unapplied() -> list[str]:
     replayed: list[str] = []
     if not unapplied_exist():
         return replayed
+    by_root: dict[str, list[str]] = {}
     cleaned: set[str] = set()
     roots: dict[str, Path | None] = {}
     stopped: set[str] = set()
@@ -145,9 +146,10 @@ def replay_unapplied() -> list[str]:
             stopped.add(ref.root_key)
             continue
         replayed.append(decision.id)
+        by_root.setdefault(ref.root_key, []).append(decision.id)
     for root_key in roots:
         if root_key not in stopped:
-            release_root(root_key)
+            release_root(root_key, applied=by_root.get(root_key, []))
     return replayed
 
 

@@ -11,8 +11,11 @@ import logging
 
 from django.db import DatabaseError, transaction
 
+from memory.domain.enums import EventOp
 from memory.domain.models import utc_now
 from memory.models import HeldRoot
+
+from .events import event_record
 
 log = logging.getLogger("compozy.controller")
 
@@ -27,6 +30,9 @@ def hold_root(root_key: str, *, workspace_id: str, reason: str, message: str, de
             if held is None:
                 HeldRoot.objects.create(root_key=root_key, workspace_id=workspace_id, reason=reason,
                                         message=message, decision_id=decision_id, since=now, last_attempt_at=now)
+                # Once per hold, not per retry: an operator follows when a root stopped and when it came back.
+                event_record(op=EventOp.ROOT_HELD, workspace_id=workspace_id, decision_id=decision_id,
+                             target=root_key, metadata={"reason": reason, "message": message})
             else:
                 HeldRoot.objects.filter(root_key=root_key).update(
                     reason=reason, message=message, decision_id=decision_id, last_attempt_at=now,
@@ -35,9 +41,19 @@ def hold_root(root_key: str, *, workspace_id: str, reason: str, message: str, de
         log.warning("could not record the hold of %s: %s", root_key, exc)
 
 
-def release_root(root_key: str) -> None:
+def release_root(root_key: str, *, applied: list[str] | None = None) -> None:
+    """The root could be written again: its hold (if any) is lifted, with an event naming the decisions that
+    waited for it and landed in this replay (`applied`)."""
     try:
-        HeldRoot.objects.filter(root_key=root_key).delete()
+        with transaction.atomic():
+            held = HeldRoot.objects.select_for_update().filter(root_key=root_key).first()
+            if held is None:
+                return
+            HeldRoot.objects.filter(root_key=root_key).delete()
+            event_record(op=EventOp.ROOT_RELEASED, workspace_id=held.workspace_id, decision_id=held.decision_id,
+                         target=root_key, metadata={"reason": held.reason, "attempts": held.attempts,
+                                                    "since": held.since.isoformat(), "applied": applied or []})
+        log.info("memory root %s released (was held: %s)", root_key, held.reason)
     except DatabaseError as exc:
         log.warning("could not release the hold of %s: %s", root_key, exc)
 

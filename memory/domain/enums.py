@@ -90,6 +90,10 @@ class EventOp(StrEnum):
     PROVIDER_COLLISION = "memory.provider.collision"
     WORKSPACE_RELOCATED = "memory.workspace.relocated"
     DECISIONS_PRUNED = "memory.decisions.pruned"
+    # A memory root whose decisions cannot be applied now (full or read-only filesystem, workspace moved) and the
+    # retry that applied them once it could be written again.
+    ROOT_HELD = "memory.root.held"
+    ROOT_RELEASED = "memory.root.released"
     # Sessions: the ledger's lifecycle, checkpoint continuity and pressure compaction. Ledger appends
     # are not memory events; these mark what an operator follows (a checkpoint that failed, a span archived).
     SESSION_STARTED = "memory.session.started"

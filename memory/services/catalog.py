@@ -84,6 +84,13 @@ class _Totals:
         return report
 
 
+def held_root_reports(root_keys: list[str] | None = None) -> list[HeldRootReport]:
+    """The held roots among `root_keys` (every one when None), as health and the retry report them."""
+    return [HeldRootReport(root_key=h.root_key, workspace_id=h.workspace_id, reason=h.reason, message=h.message,
+                           decision_id=h.decision_id, since=iso(h.since), last_attempt_at=iso(h.last_attempt_at),
+                           attempts=h.attempts)
+            for h in held_roots(root_keys)]
+
 def health_get(*, data: HealthInput, caller: Caller) -> Health:
     span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
     totals = _Totals(include_system=data.include_system, limits=span.resolved.limits)
@@ -106,10 +113,7 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         reasons.append(f"{len(totals.invalid)} file(s) that are not valid memory documents")
     if unapplied:
         reasons.append(f"{unapplied} unapplied decision(s)")
-    held = [HeldRootReport(root_key=h.root_key, workspace_id=h.workspace_id, reason=h.reason, message=h.message,
-                           decision_id=h.decision_id, since=iso(h.since), last_attempt_at=iso(h.last_attempt_at),
-                           attempts=h.attempts)
-            for h in held_roots(root_keys)]
+    held = held_root_reports(root_keys)
     for root in held:
         reasons.append(f"{root.root_key} is held ({root.reason}): its decisions wait until it can be written")
     if totals.missing_vectors:

@@ -10,12 +10,14 @@ from pydantic import Field
 from compozy.config import get_config
 from memory.controller.events import event_record
 from memory.controller.lock import write_lock
+from memory.controller.replay import replay_pending
 from memory.controller.retention import prune_decisions, pruned_record
 from memory.controller.revert import revert_decision
 from memory.domain.enums import EventOp, Op, Origin
 from memory.domain.errors import NotFound, ValidationError
 from memory.models import Decision
 
+from .catalog import held_root_reports
 from .inputs import Caller, Input, Selector, all_workspaces_field
 from .paging import cursor_field, limit_field, page_of
 from .resolution import Span, resolve, resolve_span
@@ -25,6 +27,7 @@ from .results import (
     Page,
     PruneResult,
     PruneRoot,
+    RetryHeldResult,
     RevertResult,
     decision_detail,
     decision_summary,
@@ -139,6 +142,15 @@ def decision_revert(*, data: RevertInput, caller: Caller) -> RevertResult:
     return RevertResult(decision=decision_summary(outcome.decision), reverted=outcome.applied, dry_run=outcome.dry_run)
 
 
+def decision_retry_held(*, lock_timeout_ms: int | None = None) -> RetryHeldResult:
+    """Apply the decisions that wait for a held root (a full or read-only filesystem that has space again, a
+    workspace found back at its path). A long-running server makes no other write that would replay them, so its
+    cluster runs this on a schedule; each root lifted records memory.root.released."""
+    timeout = lock_timeout_ms or get_config(None).memory.controller.lock_timeout
+    replayed = replay_pending(lock_timeout_ms=timeout)
+    return RetryHeldResult(replayed=replayed, held_roots=held_root_reports())
+
+
 def decision_prune(*, data: PruneInput, caller: Caller, actor: str | None = None) -> PruneResult:
     """Delete applied decisions older than the retention setting, keeping what the controller still reads (see
     memory.controller.retention), and record memory.decisions.pruned per workspace with counts per root.
@@ -167,5 +179,6 @@ def decision_prune(*, data: PruneInput, caller: Caller, actor: str | None = None
     )
 
 
-__all__ = ["decision_list", "decision_show", "decision_revert", "decision_prune", "DecisionListInput",
+__all__ = ["decision_list", "decision_show", "decision_revert", "decision_prune", "decision_retry_held",
+           "DecisionListInput",
            "DecisionIdInput", "RevertInput", "PruneInput", "Input"]

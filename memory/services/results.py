@@ -350,6 +350,13 @@ class PruneRoot(Result):
     kept: int
 
 
+class RetryHeldResult(Result):
+    """The periodic retry of held roots: the decisions it applied and the roots still held afterwards."""
+
+    replayed: list[str]
+    held_roots: list[HeldRootReport]
+
+
 class PruneResult(Result):
     """Decision retention: how many applied decisions past the cutoff were pruned (or would be, on a dry run) and
     how many were kept because an existing file still needs them, per root."""

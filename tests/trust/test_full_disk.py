@@ -9,6 +9,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -158,3 +159,54 @@ def test_a_read_only_home_serves_reads_and_refuses_writes_with_a_stable_code(cli
         assert "Traceback" not in refused.stderr
 
 
+
+
+# The cluster's side of `compozy serve`, without its start-up replay: the schedule the cluster was given, its
+# function found by name as django-q finds it, and run once, as one tick of the schedule.
+RUN_HELD_SCHEDULE = """
+import json, os, pydoc, django
+os.environ["DJANGO_SETTINGS_MODULE"] = "compozy.settings"
+django.setup()
+from django_q.models import Schedule
+from memory.background.schedules import HELD_SCHEDULE, ensure_schedules
+ensure_schedules()
+schedule = Schedule.objects.get(name=HELD_SCHEDULE)
+print(json.dumps({"minutes": schedule.minutes, "result": pydoc.locate(schedule.func)()}))
+"""
+
+
+def test_the_servers_schedule_applies_a_held_decision_once_space_returns_and_health_clears(
+        cli: Cli, tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "full") as mount:
+        full = new_checkout(mount / "project")
+        assert write(cli, full, "First fact", "The first fact fits.").code == 0
+        killed = write(cli, full, "Second fact", "Decided before the disk filled.",
+                       COMPOZY_FAULT="after_decision_commit")
+        assert killed.code == 86, killed.stderr
+        filler = fill(mount)
+        health = cli("memory", "health", "-o", "json", cwd=full).json
+        assert [h["reason"] for h in health["held_roots"]] == ["disk_full"]
+        pending = health["held_roots"][0]["decision_id"]
+        # While the disk is full, a tick of the schedule retries and the root stays held.
+        tick = subprocess.run([sys.executable, "-c", RUN_HELD_SCHEDULE], env=cli.env(), cwd=full,
+                              capture_output=True, text=True, timeout=120)
+        assert tick.returncode == 0, tick.stderr
+        assert json.loads(tick.stdout)["result"]["replayed"] == []
+        filler.unlink()
+        target = full / ".compozy" / "memory" / "project_second_fact.md"
+        tick = subprocess.run([sys.executable, "-c", RUN_HELD_SCHEDULE], env=cli.env(), cwd=full,
+                              capture_output=True, text=True, timeout=120)
+        assert tick.returncode == 0, tick.stderr
+        ran = json.loads(tick.stdout)
+        assert ran["minutes"] >= 1
+        assert ran["result"] == {"replayed": [pending], "held_roots": []}
+        assert target.read_text().count("Decided before the disk filled.") == 1
+        assert "project_second_fact.md" in (full / ".compozy" / "memory" / "MEMORY.md").read_text()
+        after = cli("memory", "health", "-o", "json", cwd=full).json
+        assert after["held_roots"] == [] and after["unapplied_decisions"] == 0 and after["status"] == "ok"
+        with sqlite3.connect(cli.home / "compozy.db") as db:
+            events = db.execute("SELECT op, decision_id, metadata FROM memory_events WHERE op LIKE 'memory.root.%' "
+                                "ORDER BY id").fetchall()
+        assert [(op, decision) for op, decision, _ in events] == [
+            ("memory.root.held", pending), ("memory.root.released", pending)]
+        assert json.loads(events[1][2])["applied"] == [pending]
