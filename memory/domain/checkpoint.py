@@ -28,7 +28,7 @@ CHECKPOINT_DESCRIPTION = "Machine-maintained continuity context for this workspa
 
 # (key, heading, cap). The cap is how many items the section keeps; the newest are kept.
 SECTIONS: tuple[tuple[str, str, int], ...] = (
-    ("goal", "Goal", 3),
+    ("goal", "Goal", 1),  # the current goal only: an older session's goal is stale once a newer one is set
     ("decisions", "Decisions", 12),
     ("completed", "Completed work", 12),
     ("pending", "Pending asks", 8),
@@ -257,29 +257,91 @@ def _command(message: Message) -> str | None:
     return None
 
 
-def extract(messages: Iterable[dict[str, Any]], cleaner: _Cleaner | None = None) -> Sections:
+# A sentence labelled as done, decided or still to do: how a coding session reports its own progress.
+_DONE_LABEL = re.compile(r"^(?:fixed|done|completed|finished|resolved|shipped|implemented)\s*:", re.IGNORECASE)
+_PENDING_LABEL = re.compile(r"\b(?:still pending|pending|todo(?: for later)?|to-do|next steps?|left to do"
+                            r"|remaining|follow[- ]up)\s*:\s*\S", re.IGNORECASE)
+# A standing rule the user states ("pnpm only", "always run the linter", "never push to main").
+_RULE = re.compile(r"^[\w.@/+-]+(?: [\w.@/+-]+)? only\b|^(?:always|never|don'?t|do not)\b", re.IGNORECASE)
+_EMPHASIS = re.compile(r"\*\*|__")
+# Words of a sentence that asks for nothing: a greeting or an acknowledgement is never the session's goal.
+_ACK_WORDS = frozenset(re.findall(r"\S+", "hi hello hey there thanks thank you thx ok okay great cool nice perfect "
+                                  "awesome good yes yep yeah sure agreed lgtm that works it looks sounds fine so much "
+                                  "very all right morning"))
+# Path parts that are never the workspace's own files, even under it: dependencies, caches, build output.
+_NOT_SOURCE = frozenset({"node_modules", ".cache", "site-packages", "dist-packages", "__pycache__", ".git", ".venv",
+                         "venv", ".tox", ".mypy_cache", ".pytest_cache", ".next", ".compozy"})
+
+
+def _is_ack(sentence: str) -> bool:
+    words = re.findall(r"[a-z']+", sentence.lower())
+    return not words or all(word in _ACK_WORDS for word in words)
+
+
+def _goal(text: str) -> str | None:
+    """The request a user message makes: its first sentence that is not a greeting, a thank-you, a question about
+    something else or a note for later."""
+    for sentence in _sentences(text):
+        if not _is_ack(sentence) and not _PENDING_LABEL.search(sentence):
+            return sentence
+    return None
+
+
+def workspace_file(path: str, workspace: Iterable[str] = ()) -> str | None:
+    """The path as the workspace names it (relative to its root), or None when it is not one of the workspace's own
+    files: outside it (a cache such as ~/.cache/ms-playwright, a /tmp log, a system library), or a dependency or
+    cache directory under it. `workspace` lists the directory's names (as given and resolved)."""
+    path = path.strip()
+    for root in (root.rstrip("/") for root in workspace if root.strip("/")):
+        if path.startswith(root + "/"):
+            path = path[len(root) + 1:]
+            break
+    else:
+        if path.startswith(("/", "~", "file:")):
+            return None
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if not parts or any(part in _NOT_SOURCE or part == ".." for part in parts):
+        return None
+    return "/".join(parts)
+
+
+def extract(messages: Iterable[dict[str, Any]], cleaner: _Cleaner | None = None, *,
+            workspace: Iterable[str] = ()) -> Sections:
     """Sections for one projection, each item in the order it happened (the merge puts the newest first)."""
     projected = [Message.of(item) for item in messages]
     add = (cleaner or _Cleaner()).add
     sections = empty_sections()
+    workspace = tuple(workspace)
     last_answer = max((m.seq for m in projected if m.kind == Kind.ASSISTANT_MESSAGE), default=0)
+    goal = None
     for message in projected:
-        text = message.content
+        text = _EMPHASIS.sub("", message.content)
         if message.kind == Kind.USER_MESSAGE:
-            if not sections["goal"]:
-                add(sections["goal"], _first_sentence(text) or text)
+            goal = _goal(text) or goal  # the latest request is the session's current goal
             if message.seq > last_answer:
                 add(sections["pending"], _first_sentence(text) or text)
         if message.kind in (Kind.USER_MESSAGE, Kind.ASSISTANT_MESSAGE):
             for sentence in _sentences(text):
                 if sentence.endswith("?"):
                     continue  # a question decides nothing and completes nothing
-                if _DECISION.search(sentence):
+                bare = _BULLET_PREFIX.sub("", sentence)
+                if _PENDING_LABEL.search(bare):
+                    add(sections["pending"], bare[_PENDING_LABEL.search(bare).start():])
+                elif message.kind == Kind.ASSISTANT_MESSAGE and _DONE_LABEL.match(bare):
+                    add(sections["completed"], bare)
+                elif _DECISION.search(sentence) or (message.kind == Kind.USER_MESSAGE and _RULE.search(bare)):
                     add(sections["decisions"], sentence)
-                elif message.kind == Kind.ASSISTANT_MESSAGE and _COMPLETED.search(_BULLET_PREFIX.sub("", sentence)):
+                elif message.kind == Kind.ASSISTANT_MESSAGE and _COMPLETED.search(bare):
                     add(sections["completed"], sentence)
-        for path in [*_tool_paths(message), *_paths(text)]:
-            add(sections["files"], path)
+        # Files come from what the session touched (tool inputs) and what people named in their messages, never
+        # from tool output or error text (stack frames, cache paths, temp logs).
+        named = [*_tool_paths(message)]
+        if message.kind in (Kind.USER_MESSAGE, Kind.ASSISTANT_MESSAGE):
+            named += _paths(text)
+        for path in named:
+            relative = workspace_file(path, workspace)
+            if relative is not None:
+                add(sections["files"], relative)
         if message.kind == Kind.TOOL_CALL:
             command = _command(message)
             if command:
@@ -293,6 +355,8 @@ def extract(messages: Iterable[dict[str, Any]], cleaner: _Cleaner | None = None)
                     add(sections["context"], f"Error: {sentence}")
                 elif _VERSION.search(sentence) or _IDENTIFIER.search(sentence):
                     add(sections["context"], sentence)
+    if goal:
+        add(sections["goal"], goal)
     return {key: _unique(items) for key, items in sections.items()}
 
 
@@ -327,9 +391,11 @@ def newest_first(sections: Sections) -> Sections:
     return {key: list(reversed(items)) for key, items in sections.items()}
 
 
-def build(messages: list[dict[str, Any]], previous_body: str, *, max_bytes: int, max_lines: int) -> str:
-    """The local rules end to end: extract this projection, merge it over the previous checkpoint, fit, render."""
+def build(messages: list[dict[str, Any]], previous_body: str, *, max_bytes: int, max_lines: int,
+          workspace: Iterable[str] = ()) -> str:
+    """The local rules end to end: extract this projection, merge it over the previous checkpoint, fit, render.
+    `workspace` names the workspace's directory: files are named relative to it, files outside it are left out."""
     cleaner = _Cleaner()
-    new = newest_first(extract(messages, cleaner))
+    new = newest_first(extract(messages, cleaner, workspace=workspace))
     merged = merge(new, parse(previous_body), answered=answered_asks(messages, cleaner))
     return render(fit(merged, max_bytes=max_bytes, max_lines=max_lines))

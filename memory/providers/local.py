@@ -88,4 +88,5 @@ class LocalProvider:
         asks, files and critical context, merged over the previous checkpoint section by section."""
         limits = payload["limits"]
         return checkpoint.build(payload["messages"], payload.get("previous") or "",
-                                max_bytes=int(limits["max_bytes"]), max_lines=int(limits["max_lines"]))
+                                max_bytes=int(limits["max_bytes"]), max_lines=int(limits["max_lines"]),
+                                workspace=(payload.get("session") or {}).get("workspace_dirs") or ())

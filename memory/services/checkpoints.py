@@ -10,6 +10,7 @@ fails any check leaves the file byte-identical and leaves a failure event and a 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -112,6 +113,13 @@ class _Failed(Exception):
     content: str = ""
 
 
+def _directory_names(resolved: Resolved) -> list[str]:
+    if resolved.workspace is None:
+        return []
+    directory = str(resolved.workspace.directory)
+    return list(dict.fromkeys([directory, os.path.realpath(directory)]))
+
+
 def _generate(resolved: Resolved, previous: str, projection: ledger.Projection, session: Session,
               source: Source) -> str:
     config = resolved.config
@@ -119,7 +127,10 @@ def _generate(resolved: Resolved, previous: str, projection: ledger.Projection, 
     payload: dict[str, Any] = {
         "previous": previous, **projection.payload(), "limits": limits, "source": source,
         "sections": [heading for _key, heading, _cap in checkpoint.SECTIONS],
-        "session": {"id": session.session_id, "type": session.type, "agent": session.agent_name},
+        # The workspace's directory, as given and resolved (a transcript may use either): the checkpoint names files
+        # relative to it and leaves out files outside it.
+        "session": {"id": session.session_id, "type": session.type, "agent": session.agent_name,
+                    "workspace_dirs": _directory_names(resolved)},
     }
     try:
         text = get_provider(config).complete(task="checkpoint", payload=payload,

@@ -46,7 +46,7 @@ def front(path: Path) -> dict:
 
 def test_the_local_rules_fill_every_section_from_the_transcript():
     sections = checkpoint.parse(checkpoint.build(TRANSCRIPT, "", **LIMITS))
-    assert sections["goal"] == ["Migrate the billing worker to asyncio."]
+    assert sections["goal"] == ["Then document the new worker command there."]  # the latest request
     assert sections["decisions"] == ["We decided to use asyncio.TaskGroup instead of gather."]
     assert "Fixed the retry count; all tests pass with Django 5.2.19." in sections["completed"]
     assert "I added tests in tests/test_billing.py." in sections["completed"]
@@ -75,7 +75,8 @@ def test_an_update_merges_over_the_previous_checkpoint_newest_first_and_deduplic
              {"seq": 3, "kind": "user_message", "content": "Then document the new worker command there."},
              {"seq": 4, "kind": "assistant_message", "content": "Documented it in README.md."}]
     merged = checkpoint.parse(checkpoint.build(later, previous, **LIMITS))
-    assert merged["goal"] == ["Add a metrics endpoint to the worker.", "Migrate the billing worker to asyncio."]
+    # The goal is the session's current one: the newest request, and the previous session's goal is stale.
+    assert merged["goal"] == ["Then document the new worker command there."]
     assert merged["decisions"] == ["We decided to use asyncio.TaskGroup instead of gather."]  # once
     assert merged["completed"][0] == "Documented it in README.md."
     assert "I added tests in tests/test_billing.py." in merged["completed"]  # kept from before
@@ -158,7 +159,7 @@ def test_a_second_session_updates_the_previous_checkpoint_and_revert_restores_it
     with django_capture_on_commit_callbacks(execute=True):
         run_session(workspace_dir, "inc-2", [s.turn("t1", "Add a metrics endpoint.", "I added metrics.py.")])
     sections = checkpoint.parse(path.read_text().split("---", 2)[2])
-    assert sections["goal"] == ["Add a metrics endpoint.", "Migrate the worker to asyncio."]
+    assert sections["goal"] == ["Add a metrics endpoint."]  # the current goal replaces the previous session's
     assert front(path)["provenance"]["source_sessions"] == ["inc-1", "inc-2"]
     update = h.decision_list(workspace_dir, filename=checkpoint.CHECKPOINT_FILENAME)["decisions"][0]
     assert update["op"] == "update"

@@ -60,7 +60,7 @@ def test_at_the_threshold_the_complete_turns_before_the_trigger_are_summarised_c
     assert [(c["from_seq"], c["to_seq"]) for c in compaction["coverage"]] == [(1, 6)]
     assert archived_flags(workspace_dir) == [True] * 6 + [False, False]
     body = s.checkpoint_path(workspace_dir).read_text()
-    assert "Migrate the worker to asyncio." in body and "Now the docs." not in body
+    assert "I migrated the worker." in body and "- Add retries." in body and "Now the docs." not in body
     decision = h.decision_list(workspace_dir, filename="project_checkpoint_summary.md")["decisions"][0]
     assert decision["origin"] == "provider" and compaction["decision_id"] == decision["id"]
     assert [e.metadata["to_seq"] for e in r.events(EventOp.SESSION_COMPACTION_COVERED.value)] == [6]
