@@ -24,7 +24,7 @@ from .timefilter import SINCE, parse_since
 # An op's family is its second dotted part (`memory.recall.executed` → recall), except that a rejected write is
 # its own family: operators watch rejections apart from the writes that landed.
 EventFamily = Literal["write", "rejected", "recall", "dream", "extractor", "provider", "workspace", "decisions",
-                      "session"]
+                      "session", "root"]
 FAMILIES: tuple[str, ...] = EventFamily.__args__  # type: ignore[attr-defined]
 ACTIVITY_FAMILIES = ("write", "recall", "rejected")
 
