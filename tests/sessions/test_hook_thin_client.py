@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 
+import httpx
 import pytest
 
 from tests.conftest import COMPOZY, Cli
@@ -74,3 +75,51 @@ def test_version_imports_neither_django_nor_the_mcp_sdk(cli):
     imported = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in proc.stderr.decode().splitlines()
                 if line.startswith("import time:") and "|" in line}
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
+def rejected_payloads(agent: Agent) -> dict[str, bytes]:
+    """Hook payloads the service must refuse, each for a session id no other case uses."""
+    good = json.loads(agent.payload("Stop"))
+    return {
+        "invalid json": b'{"session_id": "ghost-json", "hook_event_name": "Stop"',
+        "bad session id": json.dumps({**good, "session_id": "../ghost bad id"}).encode(),
+        "session id not a string": json.dumps({**good, "session_id": 12345}).encode(),
+        "missing session id": json.dumps({k: v for k, v in good.items() if k != "session_id"}).encode(),
+        "cwd not a string": json.dumps({**good, "session_id": "ghost-cwd-type", "cwd": ["/"]}).encode(),
+    }
+
+
+def sessions_listed(cli: Cli) -> list[str]:
+    listed = cli("session", "list", "--all-workspaces", "-o", "json")
+    assert listed.code == 0, listed.stderr
+    return [row["session_id"] for row in listed.json["sessions"]]
+
+
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"])
+def test_a_rejected_hook_payload_creates_no_session_through_the_in_process_hook(cli, event):
+    agent = Agent(cli)
+    agent.write_transcript("phase1")
+    for label, stdin in rejected_payloads(agent).items():
+        result = cli("hook", "claude-code", event, input=stdin)
+        assert (result.code, result.stdout) == (0, ""), label
+        assert agent.log()[-1]["code"] == "hook.payload_invalid", (label, agent.log()[-1])
+    assert sessions_listed(cli) == []
+
+
+def test_a_rejected_hook_payload_posted_to_the_service_creates_no_session(cli, served):
+    agent = Agent(cli)
+    agent.write_transcript("phase1")
+
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(cli.home / "run" / "compozy.sock")),
+                      base_url="http://localhost", timeout=30) as client:
+        for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
+            for label, stdin in rejected_payloads(agent).items():
+                answer = client.post(f"/api/hooks/claude-code/{event}", json={"stdin": stdin.decode()})
+                assert answer.status_code == 200, (event, label, answer.text)
+                body = answer.json()
+                assert (body["output"], body["failure"]) == (None, "hook.payload_invalid"), (event, label, body)
+            # Through the thin client too: the same payloads, forwarded over the socket.
+            for label, stdin in rejected_payloads(agent).items():
+                result = cli("hook", "claude-code", event, input=stdin)
+                assert (result.code, result.stdout) == (0, ""), (event, label)
+    assert sessions_listed(cli) == []
