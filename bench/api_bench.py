@@ -76,8 +76,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402  (must come before Django)
-
-from tests.live import LiveServe, start_serve, stop_serve  # noqa: E402  (found through the repo root common adds)
+from live import LiveServe, start_serve, stop_serve  # noqa: E402
 
 TARGET_UDS_OVER_IN_PROCESS_P50_MS = 2.0
 WARMUP_SEED_OFFSET = 1_000_003
@@ -87,7 +86,7 @@ CPU_REQUESTS = 1000  # sequential requests per path when splitting a round trip'
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--memories", type=int, default=1000, help="prefilled memories in the workspace")
     parser.add_argument("--requests", type=int, default=200, help="timed items per (verb, variant, concurrency)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed items per (verb, variant, concurrency)")
@@ -98,25 +97,20 @@ def main() -> None:
     parser.add_argument("--no-diagnostics", action="store_true",
                         help="skip the informational variants at concurrency 1 (healthz, Django test client, "
                              "in-process on a new connection)")
-    args = parser.parse_args()
-    if args.requests % args.clients or (args.requests // args.clients) % args.block:
-        parser.error("--requests must be a multiple of --clients * --block")
-    # SIGTERM (and SIGINT, even in a background job) end the run through the cleanup below.
+    # SIGTERM (and SIGINT, even in a background job) end the run through the cleanup of `run` and `common.main`.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    env = common.start("api")
-    server = None
-    pool: list[ClientThread] = []
-    try:
+
+    def measure(env: common.Env, args: argparse.Namespace) -> dict[str, Any]:
+        if args.requests % args.clients or (args.requests // args.clients) % args.block:
+            parser.error("--requests must be a multiple of --clients * --block")
         document, server, pool = run(env, args)
-        common.emit(document)
-    finally:
         for thread in pool:
             thread.stop()
-        if server is not None:
-            code = stop_serve(server)
-            common.log(f"server stopped (exit code {code})")
-        common.finish()
+        common.log(f"server stopped (exit code {stop_serve(server)})")
+        return document
+
+    common.main(parser, measure, home="api")
 
 
 # ---------------------------------------------------------------------------------------------------------------

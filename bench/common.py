@@ -1,8 +1,9 @@
 """Shared setup for the benchmarks in this directory. They are plain scripts, never tests.
 
-Importing this module touches nothing. `start()` must run before anything imports Django: it points
-COMPOZY_HOME at a fresh temp dir, configures Django and bootstraps the database there. `finish()` removes every
-temp dir the run created.
+Each bench's `main()` is `common.main(parser, measure, home=...)`: flags, start, measure, clean up, one JSON
+document with the machine block on stdout. Importing this module touches nothing. `start()` must run before anything
+imports Django: it points COMPOZY_HOME at a fresh temp dir, configures Django and bootstraps the database there.
+`finish()` removes every temp dir the run created.
 """
 
 from __future__ import annotations
@@ -114,12 +115,12 @@ def size_runner_parser(doc: str, *, sizes: str, seed: int, profile: str,
                        size_aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """The arguments every per-size benchmark takes: --sizes, --seed, --profile and the hidden --worker N that
     runs one size; the benchmark adds its own."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", *size_aliases, default=sizes, help=sizes_help)
-    parser.add_argument("--seed", type=int, default=seed)
-    parser.add_argument("--profile", metavar="PATH", help=profile)
-    parser.add_argument("--worker", type=int, metavar="N", help=argparse.SUPPRESS)
-    return parser
+    arguments = parser(doc)
+    arguments.add_argument("--sizes", *size_aliases, default=sizes, help=sizes_help)
+    arguments.add_argument("--seed", type=int, default=seed)
+    arguments.add_argument("--profile", metavar="PATH", help=profile)
+    arguments.add_argument("--worker", type=int, metavar="N", help=argparse.SUPPRESS)
+    return arguments
 
 
 def p50_p95(block: dict[str, object], labels: dict[str, str]) -> dict[str, object]:
@@ -218,6 +219,40 @@ def finish() -> None:
     for path in _temp_dirs:
         shutil.rmtree(path, ignore_errors=True)
     _temp_dirs.clear()
+
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """A bench's argument parser: its module docstring as the help text, kept as written."""
+    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def main(arguments: argparse.ArgumentParser, measure: Callable[[Env | None, argparse.Namespace], dict[str, object]],
+         *, home: str | None = None, worker: Callable[[argparse.Namespace], None] | None = None,
+         is_worker: Callable[[argparse.Namespace], bool] | None = None,
+         exit_code: Callable[[dict[str, object]], int] | None = None) -> None:
+    """Every bench's `main()`: parse its flags; a hidden child run (`is_worker(args)`, by default: the hidden
+    `--worker` flag is set) goes to `worker`, which prints its own answer; otherwise start (a fresh home and
+    workspace named after `home`, or with no `home` only the commit measured, for benches that build their own),
+    `measure(env, args)`, remove the temp dirs whatever happens, and print the document with the machine block (the
+    bench may have put one in itself). `exit_code` turns the document into the process's exit status (a run that
+    found errors fails)."""
+    args = arguments.parse_args()
+    if worker is not None and (is_worker(args) if is_worker else args.worker not in (None, False)):
+        worker(args)
+        return
+    if home is None:
+        record_git()
+        document = measure(None, args)
+    else:
+        env = start(home)
+        try:
+            document = measure(env, args)
+        finally:
+            finish()
+    document.setdefault("machine", machine())
+    emit(document)
+    if exit_code is not None:
+        sys.exit(exit_code(document))
 
 
 def machine() -> dict[str, object]:
@@ -428,13 +463,15 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def latency_summary(seconds: list[float]) -> dict[str, float]:
+def latency_summary(seconds: list[float], *, counting: str) -> dict[str, float]:
+    """p50, p95 and max of a list of durations, and their rate named for what they count (`writes`, `searches`,
+    `turns`: `<counting>_per_s`)."""
     total = sum(seconds)
     return {
         "p50_ms": round(percentile(seconds, 0.50) * 1000, 3),
         "p95_ms": round(percentile(seconds, 0.95) * 1000, 3),
         "max_ms": round(max(seconds) * 1000, 3),
-        "writes_per_s": round(len(seconds) / total, 1),
+        f"{counting}_per_s": round(len(seconds) / total, 1),
     }
 
 
@@ -511,24 +548,3 @@ def floor_atomic_write(directory: Path, filename: str, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def disk_flush_probe(directory: Path, count: int = 100) -> dict[str, float]:
-    """How long this disk takes to flush: `count` 4 KB writes to one file, each followed by fsync, in the directory
-    the benchmark writes to. Printed beside figures that do fsyncs (the extractor's drain, writes): the same code ran
-    at 350-400 turns/s with a 0.2 ms flush and at 100-185 while other work held the disk at a 4 ms flush, so a
-    throughput figure means little without it."""
-    path = directory / ".flush-probe"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    seconds: list[float] = []
-    try:
-        for _ in range(count):
-            os.write(fd, b"x" * 4096)
-            began = time.perf_counter()
-            os.fsync(fd)
-            seconds.append(time.perf_counter() - began)
-    finally:
-        os.close(fd)
-        path.unlink()
-    summary = latency_summary(seconds)
-    return {"n": count, "p50_ms": summary["p50_ms"], "p95_ms": summary["p95_ms"], "max_ms": summary["max_ms"]}

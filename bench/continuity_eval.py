@@ -210,13 +210,16 @@ def rates(rows: list[dict]) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--convs", help="comma-separated conversation numbers (default: all)")
     parser.add_argument("--questions", type=int, help="at most this many questions per conversation")
-    args = parser.parse_args()
     # The task cluster inline: what a stop queues (checkpoint, extractor run, drain) runs in this process, in order.
     os.environ["COMPOZY_Q_SYNC"] = "1"
+    common.main(parser, measure, home="continuity")
+
+
+def measure(env: common.Env, args: argparse.Namespace) -> dict[str, object]:
     convs = {int(part) for part in args.convs.split(",")} if args.convs else None
     sessions, questions = load(args.data, convs)
     if args.questions:
@@ -227,20 +230,16 @@ def main() -> None:
                 per[question["conv"]] += 1
                 limited.append(question)
         questions = limited
-    env = common.start("continuity")
-    try:
-        began = time.perf_counter()
-        measured = replay(env, sessions, questions)
-        total = time.perf_counter() - began
-    finally:
-        common.finish()
+    began = time.perf_counter()
+    measured = replay(env, sessions, questions)
+    total = time.perf_counter() - began
     rows = measured["rows"]
     by_category: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_category[row["category"]].append(row)
     sizes = measured["sizes"]
     starts = common.timing_summary(measured["start_seconds"])
-    common.emit({
+    return {
         "benchmark": "continuity",
         "machine": common.machine(),
         "data": str(args.data),
@@ -259,7 +258,7 @@ def main() -> None:
         if measured["replay_seconds"] else None,
         "session_start_with_query": common.p50_p95({"start": starts}, {"start": "assembly"}) | {"n": starts["n"]},
         "wall_s": round(total, 1),
-    })
+    }
 
 
 if __name__ == "__main__":

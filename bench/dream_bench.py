@@ -39,19 +39,13 @@ import common  # noqa: E402  (must come before Django)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--signals", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=5, help="timed gate checks x4 and full runs")
     parser.add_argument("--edits", type=int, default=40, help="hand edits timed through the watcher")
     parser.add_argument("--seed", type=int, default=20261130)
-    args = parser.parse_args()
-    env = common.start("dream")
-    try:
-        result = run(env, args)
-    finally:
-        common.finish()
-    common.emit(result)
+    common.main(parser, run, home="dream")
 
 
 def ms(seconds: float) -> float:

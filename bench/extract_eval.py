@@ -213,7 +213,6 @@ def speed(env: common.Env, sessions: list[dict], count: int) -> dict:
     floor_turn: list[float] = []
     rules_only: list[float] = []
     candidates = 0
-    flush_before = common.disk_flush_probe(env.scratch)
     for index, (sid, turn) in enumerate(picked):
         began, began_cpu = time.perf_counter(), time.thread_time()
         outcome = extract_turns(source=SessionSource(sid, sid, workspace_id), turns=[turn], context=[],
@@ -237,7 +236,6 @@ def speed(env: common.Env, sessions: list[dict], count: int) -> dict:
         extract_rules.extract([turn])
         rules_only.append(time.perf_counter() - began)
     floor.close()
-    flush_after = common.disk_flush_probe(env.scratch)
     total = sum(per_turn)
 
     def rate(seconds: list[float]) -> float:
@@ -248,47 +246,43 @@ def speed(env: common.Env, sessions: list[dict], count: int) -> dict:
         "candidates": candidates,
         "seconds": round(total, 3),
         "turns_per_second": rate(per_turn),
-        "per_turn_ms": common.latency_summary(per_turn),
+        "per_turn_ms": common.latency_summary(per_turn, counting="turns"),
         "thread_cpu": {"seconds": round(sum(cpu_turn), 3), "turns_per_cpu_second": rate(cpu_turn),
-                       "per_turn_ms": common.latency_summary(cpu_turn)},
+                       "per_turn_ms": common.latency_summary(cpu_turn, counting="turns")},
         "draining_after_every_turn": {"turns_per_second": rate(every_turn),
-                                      "per_turn_ms": common.latency_summary(every_turn)},
+                                      "per_turn_ms": common.latency_summary(every_turn, counting="turns")},
         "floor_same_durable_work": {"turns_per_second": rate(floor_turn),
-                                    "per_turn_ms": common.latency_summary(floor_turn)},
+                                    "per_turn_ms": common.latency_summary(floor_turn, counting="turns")},
         "product_seconds_over_floor_seconds": round(total / sum(floor_turn), 2) if sum(floor_turn) else None,
-        "rules_only": {"turns_per_second": rate(rules_only), "per_turn_ms": common.latency_summary(rules_only)},
-        # The disk's fsync latency just before and just after the turns: what the floor's rate mostly follows.
-        "disk_flush_ms": {"before": flush_before, "after": flush_after},
+        "rules_only": {"turns_per_second": rate(rules_only),
+                       "per_turn_ms": common.latency_summary(rules_only, counting="turns")},
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--dev", default="0,1,2", help="conversation numbers of the development half")
     parser.add_argument("--speed-turns", type=int, default=1000)
     parser.add_argument("--examples", action="store_true", help="print a few missed facts of each kind")
-    parser.add_argument("--speed-worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    sessions, facts = load(args.data)
-    if args.speed_worker:
-        # Its own process and home: the speed run starts from an empty home, not from the quality run's.
-        common.worker_process("extract-speed", lambda env: speed(env, sessions, args.speed_turns))
-        return
-    dev = {int(part) for part in args.dev.split(",") if part.strip()}
-    env = common.start("extract")
-    try:
-        from compozy.config import load_config
+    parser.add_argument("--speed-worker", dest="worker", action="store_true", default=None, help=argparse.SUPPRESS)
+    # The speed run has its own process and home: it starts from an empty home, not from the quality run's.
+    common.main(parser, measure, home="extract", worker=lambda args: common.worker_process(
+        "extract-speed", lambda env: speed(env, load(args.data)[0], args.speed_turns)))
 
-        provider = load_config().memory.provider.kind
-        common.log(f"quality: {len(sessions)} sessions through extract_turns and drain_inbox")
-        measured = quality(env, sessions, facts, dev, args.examples)
-    finally:
-        common.finish()
+
+def measure(env: common.Env, args: argparse.Namespace) -> dict[str, object]:
+    from compozy.config import load_config
+
+    sessions, facts = load(args.data)
+    dev = {int(part) for part in args.dev.split(",") if part.strip()}
+    provider = load_config().memory.provider.kind
+    common.log(f"quality: {len(sessions)} sessions through extract_turns and drain_inbox")
+    measured = quality(env, sessions, facts, dev, args.examples)
     common.log(f"speed: {args.speed_turns} turns, one run and one drain each")
     timed = common.run_child([sys.executable, __file__, "--speed-worker", "--data", str(args.data),
                               "--speed-turns", str(args.speed_turns)])
-    common.emit({
+    return {
         "benchmark": "extract_eval",
         "machine": common.machine(),
         "data": str(args.data),
@@ -301,7 +295,7 @@ def main() -> None:
                for half in ("dev", "check", "all") for figure in ("precision", "recall")},
             "turns_per_second": timed["turns_per_second"] >= TARGETS["turns_per_second_min"],
         },
-    })
+    }
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ standard-library client on the same Unix socket.
     .venv/bin/python bench/hook_bench.py --turns 40 --in-process-turns 10
 
 One fresh COMPOZY_HOME and workspace (`common.start()`), ten prefilled memories (so SessionStart has an index to
-answer with), then `compozy serve --no-cluster` (tests/live.py) on loopback and the socket. Each variant drives its
+answer with), then `compozy serve --no-cluster` (bench/live.py) on loopback and the socket. Each variant drives its
 own session: SessionStart once (untimed), then per turn two lines (a prompt and its answer, with a tool call) are
 appended to that session's transcript and the turn's two hooks run, UserPromptSubmit then Stop, each timed from
 the process start (or the request) to its exit (or the full answer):
@@ -117,14 +117,15 @@ def summary(times: dict[str, list[float]]) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--turns", type=int, default=30, help="Timed turns per served/floor variant (2 hooks each).")
     parser.add_argument("--in-process-turns", type=int, default=8, help="Timed turns with the service stopped.")
     parser.add_argument("--warmup", type=int, default=3, help="Untimed turns per variant first.")
-    args = parser.parse_args()
+    common.main(parser, measure, home="hook")
 
-    env = common.start("hook")
-    from tests.live import COMPOZY, service_env, start_serve, stop_serve
+
+def measure(env: common.Env, args: argparse.Namespace) -> dict[str, object]:
+    from live import COMPOZY, service_env, start_serve, stop_serve
 
     words = common.Words(7)
     for _ in range(10):
@@ -190,7 +191,7 @@ def main() -> None:
     failures = hooks_log.read_text().splitlines() if hooks_log.exists() else []
     served_p50 = results["hook_served"]["all"]["p50_ms"]
     floor_p50 = results["stdlib_process"]["all"]["p50_ms"]
-    common.emit({
+    return {
         "benchmark": "hook_bench",
         "machine": common.machine(),
         "turns": args.turns, "in_process_turns": args.in_process_turns, "warmup": args.warmup,
@@ -200,8 +201,7 @@ def main() -> None:
         "target": {"served_p50_ms": served_p50, "floor_p50_ms": floor_p50,
                    "ratio_to_floor": round(served_p50 / floor_p50, 2),
                    "under_150_ms": served_p50 < 150, "within_3x_of_floor": served_p50 <= 3 * floor_p50},
-    })
-    common.finish()
+    }
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ same background load on a shared machine. Target: the product within 3x of the f
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import sys
@@ -144,20 +145,17 @@ def worker(kind: str, args) -> None:
 
 
 def main() -> None:
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--transcripts", type=int, default=50)
     parser.add_argument("--lines", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20261204)
     parser.add_argument("--worker", choices=("product", "floor"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        worker(args.worker, args)
-        return
-    common.record_git()
+    common.main(parser, coordinate, worker=lambda args: worker(args.worker, args))
+
+
+def coordinate(_env: None, args: argparse.Namespace) -> dict[str, object]:
     shape = ["--files", str(args.files), "--transcripts", str(args.transcripts), "--lines", str(args.lines),
              "--seed", str(args.seed)]
     runs: dict[str, list[dict[str, object]]] = {"product": [], "floor": []}
@@ -169,12 +167,12 @@ def main() -> None:
     product = min(float(run["seconds"]) for run in runs["product"])  # type: ignore[arg-type]
     floor = min(float(run["seconds"]) for run in runs["floor"])  # type: ignore[arg-type]
     ratio = round(product / floor, 2)
-    common.emit({
+    return {
         "bench": "import_bench", "machine": common.machine(),
         "shape": {"files": args.files, "transcripts": args.transcripts, "lines": args.lines},
         "runs": runs, "product_best_s": product, "floor_best_s": floor, "ratio": ratio,
         "targets": {"within_3x_of_floor": ratio <= TARGET_RATIO},
-    })
+    }
 
 
 if __name__ == "__main__":

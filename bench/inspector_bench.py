@@ -76,18 +76,19 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3, help="untimed requests per page before the timed rounds")
     parser.add_argument("--quick", action="store_true", help="a smoke run: N = 500, 10 requests per page")
     parser.add_argument("--show-queries", action="store_true", help="print each page's SQL statements to stderr")
-    args = parser.parse_args()
+    common.main(parser, coordinate, worker=lambda args: common.worker_process(
+        f"inspector-{args.worker}", lambda env: worker(env, args.worker, args)))
+
+
+def coordinate(_env: None, args: argparse.Namespace) -> dict[str, object]:
     if args.quick:
         args.sizes, args.requests = "500", 10
-    if args.worker is not None:
-        common.worker_process(f"inspector-{args.worker}", lambda env: worker(env, args.worker, args))
-        return
     sizes = sorted(common.parse_sizes(args.sizes))
     worker_args = ["--seed", str(args.seed), "--requests", str(args.requests), "--warmup", str(args.warmup)]
     if args.show_queries:
         worker_args.append("--show-queries")
     results = common.run_size_workers(__file__, sizes, worker_args, args.profile)
-    common.emit({
+    return {
         "benchmark": "inspector",
         "machine": common.machine(),
         "requests_per_page": args.requests,
@@ -106,7 +107,7 @@ def main() -> None:
                 for s in sizes),
             "all_checks_passed_at_every_size": all(results[str(s)]["all_checks_passed"] for s in sizes),
         },
-    })
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------

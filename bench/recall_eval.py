@@ -23,7 +23,6 @@ of the same documents) queried with the question's non-stopword tokens quoted an
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
 import json
@@ -249,31 +248,26 @@ def run(env: common.Env, data: Path, limit: int | None, profile: str | None = No
         "per_conversation": per_conversation,
         "profiled": bool(profile),
         "latency_ms": {
-            "product": common.latency_summary(product_s),
+            "product": common.latency_summary(product_s, counting="searches"),
             # The CPU time of the searching thread: on a shared machine, wall time also counts the time the
             # process waited for a core; this does not (it still counts SQLite's work, done in this thread).
-            "product_cpu": common.latency_summary(product_cpu_s),
+            "product_cpu": common.latency_summary(product_cpu_s, counting="searches"),
             # The CPU time of the whole process: recall runs part of a question in a second thread
             # (memory.recall.side_thread), whose time the searching thread's CPU leaves out.
-            "product_process_cpu": common.latency_summary(product_process_cpu_s),
-            "floor": common.latency_summary(floor_s),
+            "product_process_cpu": common.latency_summary(product_process_cpu_s, counting="searches"),
+            "floor": common.latency_summary(floor_s, counting="searches"),
         },
         "targets": {"delta_recall@5_points_min": 10.0, "p95_ms_max": 20.0},
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--limit-conversations", type=int)
     parser.add_argument("--profile", metavar="PATH", help="cProfile the memory_search calls into PATH")
-    args = parser.parse_args()
-    env = common.start("recall")
-    try:
-        result = run(env, args.data, args.limit_conversations, args.profile)
-    finally:
-        common.finish()
-    common.emit(result)
+    common.main(parser, lambda env, args: run(env, args.data, args.limit_conversations, args.profile),
+                home="recall")
 
 
 if __name__ == "__main__":

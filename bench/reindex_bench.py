@@ -22,7 +22,6 @@ target is computed against the bare `frontmatter.loads` floor.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -37,20 +36,13 @@ TARGET_FILES_PER_S = 1000.0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--files", type=int, default=10_000, help="memory files in the root")
     parser.add_argument("--seed", type=int, default=20240602)
     parser.add_argument("--text", choices=("prose", "unique"), default="prose")
     parser.add_argument("--profile", metavar="PATH",
                         help="cProfile each reindex into PATH.first and PATH.second")
-    args = parser.parse_args()
-
-    env = common.start("reindex")
-    try:
-        result = run(env, args.files, args.seed, args.profile, args.text)
-    finally:
-        common.finish()
-    common.emit(result)
+    common.main(parser, lambda env, args: run(env, args.files, args.seed, args.profile, args.text), home="reindex")
 
 
 def floor(paths: list[Path]) -> float:

@@ -21,7 +21,6 @@ product re-renders MEMORY.md.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import sqlite3
 import sys
@@ -34,18 +33,11 @@ import common  # noqa: E402  (must come before Django)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--decisions", type=int, default=1000, help="pending decisions to replay")
     parser.add_argument("--seed", type=int, default=20240603)
     parser.add_argument("--profile", metavar="PATH", help="cProfile the replay into PATH")
-    args = parser.parse_args()
-
-    env = common.start("replay")
-    try:
-        result = run(env, args.decisions, args.seed, args.profile)
-    finally:
-        common.finish()
-    common.emit(result)
+    common.main(parser, lambda env, args: run(env, args.decisions, args.seed, args.profile), home="replay")
 
 
 def run(env: common.Env, count: int, seed: int, profile: str | None) -> dict[str, object]:

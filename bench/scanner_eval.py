@@ -196,13 +196,15 @@ def summary(results: Iterable[dict[str, object]]) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser(__doc__.split("\n\n")[0])
     parser.add_argument("--detect-secrets", action="store_true",
                         help="also evaluate detect-secrets in place of the secret rule (needs it installed)")
     parser.add_argument("--halves", default=",".join(HALVES),
                         help="comma-separated halves to evaluate (default: a,b); rules are developed on a alone")
-    args = parser.parse_args()
-    common.record_git()
+    common.main(parser, measure)
+
+
+def measure(_env: None, args: argparse.Namespace) -> dict[str, object]:
     chosen = [half for half in args.halves.split(",") if half]
     if not chosen or any(half not in HALVES for half in chosen):
         raise SystemExit(f"--halves takes a comma-separated subset of {','.join(HALVES)}")
@@ -226,7 +228,7 @@ def main() -> None:
     document["timing"] = {"large_body_bytes": LARGE_BODY_BYTES,
                           **timings(variants, texts, large_body(all_notes, LARGE_BODY_BYTES))}
     document["machine"] = common.machine()
-    common.emit(document)
+    return document
 
 
 if __name__ == "__main__":

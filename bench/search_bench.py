@@ -75,25 +75,27 @@ def main() -> None:
     parser.add_argument("--body-bytes", help=argparse.SUPPRESS)
     parser.add_argument("--search-only", nargs=2, metavar=("HOME", "WORKSPACE"), help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    common.main(parser, lambda _env, args: coordinate(sorted(common.parse_sizes(args.sizes)), args), worker=child,
+                is_worker=lambda args: args.worker is not None or bool(args.search_only))
+
+
+def child(args: argparse.Namespace) -> None:
     if args.search_only:
         common.emit(search_only(Path(args.search_only[0]), Path(args.search_only[1]), args.size, args.seed,
                                 args.queries, args.warmup))
-    elif args.worker is not None:
-        # The home stays for the coordinator's search-only child; the coordinator removes it afterwards.
-        body_bytes = tuple(int(part) for part in args.body_bytes.split("-")) if args.body_bytes else None
-        common.worker_process(f"search-{args.worker}", lambda env: worker(env, args.worker, args.seed, args.queries,
-                                                                          args.warmup, args.profile, body_bytes),
-                              keep_home=True)
-    else:
-        coordinate(sorted(common.parse_sizes(args.sizes)), args)
+        return
+    # The home stays for the coordinator's search-only child; the coordinator removes it afterwards.
+    body_bytes = tuple(int(part) for part in args.body_bytes.split("-")) if args.body_bytes else None
+    common.worker_process(f"search-{args.worker}", lambda env: worker(env, args.worker, args.seed, args.queries,
+                                                                      args.warmup, args.profile, body_bytes),
+                          keep_home=True)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The coordinator: one worker per size, one after the other (never two sizes on the 2 cores at once).
 
 
-def coordinate(sizes: list[int], args: argparse.Namespace) -> None:
+def coordinate(sizes: list[int], args: argparse.Namespace) -> dict[str, object]:
     def search_only_child(size: int, block: dict[str, object]) -> None:
         run = block.pop("_run")
         try:
@@ -148,7 +150,7 @@ def coordinate(sizes: list[int], args: argparse.Namespace) -> None:
                                                   for key, block in results.items() if key.endswith("_long")},
         },
     }
-    common.emit(document)
+    return document
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -172,23 +172,23 @@ def worker(env: common.Env, count: int, seed: int, batch: int, repeats: int) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated N (events per session)")
     parser.add_argument("--batch", type=int, default=100, help="events per append call (and per floor transaction)")
     parser.add_argument("--repeats", type=int, default=5, help="timed checkpoint updates per size")
     parser.add_argument("--seed", type=int, default=20241130)
     parser.add_argument("--worker", type=int, metavar="N", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker is not None:
-        common.worker_process(f"session-{args.worker}",
-                              lambda env: worker(env, args.worker, args.seed, args.batch, args.repeats))
-        return
+    common.main(parser, coordinate, worker=lambda args: common.worker_process(
+        f"session-{args.worker}", lambda env: worker(env, args.worker, args.seed, args.batch, args.repeats)))
+
+
+def coordinate(_env: None, args: argparse.Namespace) -> dict[str, object]:
     sizes = sorted(common.parse_sizes(args.sizes))
     results = common.run_size_workers(__file__, sizes, ["--seed", str(args.seed), "--batch", str(args.batch),
                                                         "--repeats", str(args.repeats)], None)
     largest, smallest = results[str(sizes[-1])], results[str(sizes[0])]
     rss = {str(size): results[str(size)]["peak_rss_mb"]["at_end"] for size in sizes}
-    common.emit({
+    return {
         "benchmark": "session",
         "machine": common.machine(),
         "sizes": results,
@@ -210,7 +210,7 @@ def main() -> None:
             "rss_growth": round(rss[str(sizes[-1])] / rss[str(sizes[0])], 3),
             "smallest_size": smallest["events"],
         },
-    })
+    }
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ text at a new generation.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -46,15 +47,16 @@ def main() -> None:
                                        profile="cProfile the cold builds of each size into PATH.<N>")
     parser.add_argument("--cold", type=int, default=30, help="timed cold assemblies per case")
     parser.add_argument("--cached", type=int, default=1000, help="timed cache hits per case")
-    args = parser.parse_args()
-    if args.worker is not None:
-        common.worker_process(f"snapshot-{args.worker}", lambda env: worker(env, args.worker, args.seed, args.cold,
-                                                                            args.cached, args.profile))
-        return
+    common.main(parser, coordinate, worker=lambda args: common.worker_process(
+        f"snapshot-{args.worker}", lambda env: worker(env, args.worker, args.seed, args.cold, args.cached,
+                                                      args.profile)))
+
+
+def coordinate(_env: None, args: argparse.Namespace) -> dict[str, object]:
     sizes = sorted(common.parse_sizes(args.sizes))
     results = common.run_size_workers(__file__, sizes, ["--seed", str(args.seed), "--cold", str(args.cold),
                                                         "--cached", str(args.cached)], args.profile)
-    common.emit({
+    return {
         "benchmark": "snapshot",
         "machine": common.machine(),
         "profiled": bool(args.profile),
@@ -78,7 +80,7 @@ def main() -> None:
             "cached_db_under_1ms_p95_every_size": all(
                 results[str(s)]["cached_db"]["p95_ms"] < TARGET_CACHED_P50_MS for s in sizes),
         },
-    })
+    }
 
 
 def worker(env: common.Env, size: int, seed: int, cold: int, cached: int, profile: str | None) -> dict[str, object]:

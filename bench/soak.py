@@ -38,17 +38,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# COMPOZY comes from tests.live, not tests.conftest: importing conftest points COMPOZY_HOME at a temp dir and
-# starts Django there, so the bench's own calls (the reindex jobs) would go to a database the server never reads.
+# COMPOZY comes from live, not tests.conftest: importing conftest points COMPOZY_HOME at a temp dir and starts
+# Django there, so the bench's own calls (the reindex jobs) would go to a database the server never reads.
+import common  # noqa: E402  (puts the repository root on the path for tests.crash)
 import httpx  # noqa: E402
+from live import COMPOZY, service_env, start_serve, stop_serve  # noqa: E402
 
 from tests.crash.invariants import violations  # noqa: E402
 from tests.crash.writer import Vocabulary  # noqa: E402
-from tests.live import COMPOZY, service_env, start_serve, stop_serve  # noqa: E402
 
 ALONE_CALLS = 3  # the floor takes at least this many calls of each surface, however slow its start
 
@@ -271,10 +270,15 @@ def soak(seconds: float, base: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--seconds", type=float, default=300)
     parser.add_argument("--keep", action="store_true", help="keep the temp home and workspace for inspection")
-    args = parser.parse_args()
+    # The soak builds its own home (a live server runs in it), so common.main only records the commit measured.
+    common.main(parser, measure, exit_code=lambda result: 1 if result["error_count"] or result["violation_count"]
+                or result["health"] != "ok" else 0)
+
+
+def measure(_env: None, args: argparse.Namespace) -> dict[str, Any]:
     base = Path(tempfile.mkdtemp(prefix="compozy-soak-"))
     try:
         result = soak(args.seconds, base)
@@ -283,8 +287,7 @@ def main() -> None:
             shutil.rmtree(base, ignore_errors=True)
     if args.keep:
         result["kept"] = str(base)
-    print(json.dumps(result, indent=2))
-    sys.exit(1 if result["error_count"] or result["violation_count"] or result["health"] != "ok" else 0)
+    return result
 
 
 if __name__ == "__main__":

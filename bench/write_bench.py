@@ -54,11 +54,9 @@ def main() -> None:
                                        profile="cProfile each size's timed writes into PATH.<N>")
     parser.add_argument("--writes", type=int, default=200, help="timed writes per size")
     parser.add_argument("--warmup", type=int, default=5, help="untimed writes per size before the timed rounds")
-    args = parser.parse_args()
-    if args.worker is not None:
-        worker(args.worker, args.seed, args.warmup, args.profile)
-    else:
-        coordinate(sorted(common.parse_sizes(args.sizes)), args.writes, args.warmup, args.seed, args.profile)
+    common.main(parser, lambda _env, args: coordinate(sorted(common.parse_sizes(args.sizes)), args.writes,
+                                                      args.warmup, args.seed, args.profile),
+                worker=lambda args: worker(args.worker, args.seed, args.warmup, args.profile))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -89,8 +87,7 @@ class Worker:
         return json.loads(line)
 
 
-def coordinate(sizes: list[int], writes: int, warmup: int, seed: int, profile: str | None) -> None:
-    common.record_git()
+def coordinate(sizes: list[int], writes: int, warmup: int, seed: int, profile: str | None) -> dict[str, object]:
     scratch = Path(tempfile.mkdtemp(prefix="compozy-bench-write-floor-"))
     workers: list[Worker] = []
     try:
@@ -137,9 +134,9 @@ def coordinate(sizes: list[int], writes: int, warmup: int, seed: int, profile: s
 
     results: dict[str, object] = {}
     for size in sizes:
-        product = common.latency_summary(product_s[size])
-        floor = common.latency_summary(floor_s[size])
-        indexed = common.latency_summary(indexed_s[size])
+        product = common.latency_summary(product_s[size], counting="writes")
+        floor = common.latency_summary(floor_s[size], counting="writes")
+        indexed = common.latency_summary(indexed_s[size], counting="writes")
         before = int(ready[size]["in_scope"])
         after = int(finals[size]["in_scope"])
         adds = ops[size].get("add", 0)
@@ -166,7 +163,7 @@ def coordinate(sizes: list[int], writes: int, warmup: int, seed: int, profile: s
     growth = results[largest]["product"]["p50_ms"] / results[smallest]["product"]["p50_ms"]
     floor_growth = results[largest]["floor"]["p50_ms"] / results[smallest]["floor"]["p50_ms"]
     ratios = {size: block["floor_writes_per_s_over_product_writes_per_s"] for size, block in results.items()}
-    common.emit({
+    return {
         "benchmark": "write",
         "machine": common.machine(),
         "sizes": sizes,
@@ -181,7 +178,7 @@ def coordinate(sizes: list[int], writes: int, warmup: int, seed: int, profile: s
             "floor_ratio_target_met_by_size": {size: ratio <= TARGET_FLOOR_RATIO for size, ratio in ratios.items()},
             "every_timed_write_was_add": all(block["all_timed_writes_added"] for block in results.values()),
         },
-    })
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------

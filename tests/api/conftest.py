@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live import LiveServe, service_env, start_serve, stop_serve
+from bench.live import LiveServe, service_env, start_serve, stop_serve
 
 
 @dataclass

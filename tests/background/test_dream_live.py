@@ -8,8 +8,8 @@ import time
 
 import httpx
 
+from bench.live import start_serve, stop_serve
 from tests.background.dreaming_helpers import SUBJECTS
-from tests.live import start_serve, stop_serve
 
 QUERIES = ["staging production weekdays releases", "pytest xdist workers suite", "edge caches static assets hour",
            "billing invoices schema migrations", "reviewers blocking findings file references",

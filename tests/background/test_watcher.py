@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.live import LiveServe, start_serve, stop_serve
 from memory.controller.watch import Debouncer, watched_name
-from tests.live import LiveServe, start_serve, stop_serve
 
 
 def test_the_debouncer_makes_one_item_of_a_burst_and_waits_for_quiet():

@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from bench.live import start_serve, stop_serve
 from tests.conftest import REPO, Cli
-from tests.live import start_serve, stop_serve
 
 # Playwright's sync API runs an event loop in this thread; Django refuses ORM calls from such a thread otherwise.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 
-from tests.live import running_cluster
+from bench.live import running_cluster
 
 from .conftest import Guard, Pages, Server
 

@@ -8,7 +8,7 @@ import json
 import sqlite3
 import time
 
-from tests.live import running_cluster
+from bench.live import running_cluster
 
 DEADLINE_S = 120
 

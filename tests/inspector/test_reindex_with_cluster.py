@@ -8,7 +8,7 @@ import time
 
 import httpx
 
-from tests.live import start_serve, stop_serve
+from bench.live import start_serve, stop_serve
 
 CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 

@@ -11,8 +11,8 @@ import sys
 import httpx
 import pytest
 
+from bench.live import start_serve, stop_serve
 from tests.conftest import COMPOZY, Cli
-from tests.live import start_serve, stop_serve
 from tests.sessions.test_claude_code_hooks import SESSION, Agent
 
 HEAVY = ("django", "pydantic", "mcp", "rest_framework")

@@ -8,7 +8,7 @@ import stat
 
 import httpx
 
-from tests.live import start_serve, stop_serve
+from bench.live import start_serve, stop_serve
 
 
 def unapplied(cli) -> int:

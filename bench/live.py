@@ -2,8 +2,9 @@
 a log file, stopped by pid (serve stops its gunicorn and task-cluster children; any of them still alive after it
 exits is ended by the pid recorded at start).
 
-This module is the one implementation for both: the benchmarks (bench/api_bench.py) import it as `tests.live`.
-It has no import-time effects, so it must not import tests.conftest (which points COMPOZY_HOME elsewhere).
+This module is the one implementation for both: the tests import it as `bench.live`, the benchmarks (which run
+with bench/ on their path) as `live`. It has no import-time effects and imports nothing from tests/ (tests.conftest
+points COMPOZY_HOME elsewhere) nor from the product.
 """
 
 from __future__ import annotations
