@@ -17,6 +17,16 @@ The operation is killed in one of two ways, chosen at random:
 - at a random moment: the script sends SIGKILL 0 to 250 ms after the worker says it is about to start.
 A worker whose operation does not pass its fault step (a noop decision writes no file) completes; that is counted.
 
+Two faults of the environment, chosen like the others:
+- disk_full: the workspace lives on a tmpfs mounted here; before the worker starts, a filler file fills it, so the
+  worker's start-up replay and its operation meet ENOSPC. Its answer must be a clean refusal
+  (memory.storage.full, memory.decision.pending) or a success; the filler is removed after it exits and the next
+  worker's replay must apply whatever waited. Not drawn for a reindex (its hand edit would itself need the disk).
+  Where no tmpfs can be mounted, the JSON says why under "disk_full" and the fault is not drawn.
+- db_locked: once the worker has booted and checked, this script holds the database with its own write
+  transaction (BEGIN IMMEDIATE) for 0-1 s, or for 5.5 s (past SQLite's 5 s busy timeout) one time in five, while
+  the worker operates. The answer must be a success or memory.controller.timeout, never an error.
+
 Workers are forked from this script after it has imported Django and the services once (`--spawn` execs a fresh
 interpreter per worker instead, about 1 s more per iteration): each fork is its own process with its own database
 connections, opened by its own bootstrap, and is killed for real. Only the import of the code is shared.
@@ -35,11 +45,13 @@ import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +68,12 @@ OP_STEPS = {op: STEPS for op in OPS}
 OP_STEPS["delete"] = tuple(s for s in STEPS if s != "after_temp_write")
 OP_STEPS["reindex"] = ("after_decision_commit", "after_reindex", "before_applied")
 RANDOM = "random_moment"
+# (exit code, the violations its start-up check found, its op summary or None, stderr tail)
+WorkerResult = tuple[int, list[str], dict[str, Any] | None, str]
+DISK_FULL = "disk_full"
+DB_LOCKED = "db_locked"
+# Past compozy/settings.py's busy_timeout (5,000 ms): the worker's write must give up with a stable code.
+LOCK_PAST_BUSY_TIMEOUT = 5.5
 
 
 def worker_env(home: Path, fault: str | None) -> dict[str, str]:
@@ -68,13 +86,13 @@ def worker_env(home: Path, fault: str | None) -> dict[str, str]:
 
 
 def run_worker(home: Path, workspace: Path, op: str, seed: int, *, fault: str | None, kill_after: float | None,
-               finish_reindex: bool) -> tuple[int, list[str], dict[str, Any] | None, str]:
+               finish_reindex: bool, hold_lock: float | None = None) -> WorkerResult:
     """(exit code, the violations its start-up check found, its op summary or None, stderr tail)."""
     args = [sys.executable, str(WORKER), "--workspace", str(workspace), "--op", op, "--seed", str(seed),
             "--writer-id", str(seed % 26)]
     if finish_reindex:
         args.append("--finish-reindex")
-    if kill_after is not None:
+    if kill_after is not None or hold_lock is not None:
         args.append("--handshake")
     proc = subprocess.Popen(args, cwd=workspace, env=worker_env(home, fault), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -84,6 +102,11 @@ def run_worker(home: Path, workspace: Path, op: str, seed: int, *, fault: str | 
     first = proc.stdout.readline()
     if first.startswith("{"):
         found = json.loads(first)["violations"]
+    if hold_lock is not None and first and proc.stdout.readline().strip() == "READY":
+        with database_held(home):
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            time.sleep(hold_lock)
     if kill_after is not None and first and proc.stdout.readline().strip() == "READY":
         proc.stdin.write("go\n")
         proc.stdin.flush()
@@ -97,8 +120,45 @@ def run_worker(home: Path, workspace: Path, op: str, seed: int, *, fault: str | 
     return proc.returncode, found, summary, stderr[-2000:]
 
 
+@contextlib.contextmanager
+def database_held(home: Path) -> Iterator[None]:
+    """Another process's write transaction on the home's database, as a second tool holding it would."""
+    connection = sqlite3.connect(home / "compozy.db", isolation_level=None, timeout=30)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        yield
+    finally:
+        connection.execute("ROLLBACK")
+        connection.close()
+
+
+def fill(directory: Path) -> Path:
+    """Write a filler file until the filesystem says it is full."""
+    filler = directory / "filler.bin"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for size in (1 << 20, 65536, 4096, 512, 1):
+            with contextlib.suppress(OSError):
+                while os.write(fd, b"\0" * size):
+                    pass
+    finally:
+        os.close(fd)
+    return filler
+
+
+def mount_tmpfs(target: Path, size: str = "64m") -> str | None:
+    """Mount a tmpfs at `target`; None when done, else why not (the disk_full fault is then not drawn)."""
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)],
+                              capture_output=True, text=True)
+    except OSError as exc:
+        return str(exc)
+    return None if done.returncode == 0 else (done.stderr.strip() or f"mount exited {done.returncode}")
+
+
 def fork_worker(home: Path, workspace: Path, op: str, seed: int, *, fault: str | None, kill_after: float | None,
-                finish_reindex: bool) -> tuple[int, list[str], dict[str, Any] | None, str]:
+                finish_reindex: bool, hold_lock: float | None = None) -> WorkerResult:
     """The same worker as `run_worker`, forked from this already-imported process instead of exec'd."""
     out_r, out_w = os.pipe()
     go_r, go_w = os.pipe()
@@ -124,7 +184,8 @@ def fork_worker(home: Path, workspace: Path, op: str, seed: int, *, fault: str |
             from writer import run_op
 
             run_op(argparse.Namespace(workspace=str(workspace), op=op, seed=str(seed), writer_id=seed % 26,
-                                      finish_reindex=finish_reindex, handshake=kill_after is not None))
+                                      finish_reindex=finish_reindex,
+                                      handshake=kill_after is not None or hold_lock is not None))
         except BaseException:  # noqa: BLE001 - reported to the parent as a worker error
             import traceback
 
@@ -142,6 +203,11 @@ def fork_worker(home: Path, workspace: Path, op: str, seed: int, *, fault: str |
         first = lines.readline()
         if first.startswith("{"):
             found = json.loads(first)["violations"]
+        if hold_lock is not None and first and lines.readline().strip() == "READY":
+            with database_held(home):
+                go.write("go\n")
+                go.flush()
+                time.sleep(hold_lock)
         if kill_after is not None and first and lines.readline().strip() == "READY":
             go.write("go\n")
             go.flush()
@@ -172,13 +238,20 @@ def check_floor(home: Path, workspace: Path, samples: int = 3) -> float:
     return sorted(timings)[len(timings) // 2]
 
 
-def plan(iterations: int, rng: random.Random) -> list[tuple[str, str, float | None]]:
-    """(operation, where to kill it, the delay of a random-moment kill): fixed by the seed alone."""
+def plan(iterations: int, rng: random.Random, *, disk_full: bool = True) -> list[tuple[str, str, float | None]]:
+    """(operation, its fault, a delay: when a random-moment kill comes, or how long the database is held): fixed
+    by the seed (and whether a tmpfs could be mounted) alone."""
     steps = []
     for _ in range(iterations):
         op = rng.choice(OPS)
-        step = rng.choice((*OP_STEPS[op], RANDOM))
-        steps.append((op, step, rng.uniform(0, 0.25) if step == RANDOM else None))
+        faults = (*OP_STEPS[op], RANDOM, DB_LOCKED, *((DISK_FULL,) if disk_full and op != "reindex" else ()))
+        step = rng.choice(faults)
+        delay = None
+        if step == RANDOM:
+            delay = rng.uniform(0, 0.25)
+        elif step == DB_LOCKED:
+            delay = LOCK_PAST_BUSY_TIMEOUT if rng.random() < 0.2 else rng.uniform(0, 1)
+        steps.append((op, step, delay))
     return steps
 
 
@@ -204,7 +277,9 @@ def crash_loop(iterations: int, seed: int, base: Path, *, spawn: bool = False) -
     global run_worker
     rng = random.Random(seed)
     home = base / "home"
-    workspace = base / "project"
+    disk = base / "disk"
+    no_tmpfs = mount_tmpfs(disk)
+    workspace = (base if no_tmpfs else disk) / "project"
     (workspace / ".git").mkdir(parents=True)
     home.mkdir(mode=0o700)
     if not spawn:
@@ -227,10 +302,17 @@ def crash_loop(iterations: int, seed: int, base: Path, *, spawn: bool = False) -
 
     started = time.perf_counter()
     finish_reindex = False
-    for iteration, (op, step, kill_after) in enumerate(plan(iterations, rng), start=1):
-        code, found, summary, stderr = run_worker(
-            home, workspace, op, seed * 100_000 + iteration, fault=None if step == RANDOM else step,
-            kill_after=kill_after, finish_reindex=finish_reindex)
+    steps = plan(iterations, rng, disk_full=no_tmpfs is None)
+    for iteration, (op, step, delay) in enumerate(steps, start=1):
+        filler = fill(disk) if step == DISK_FULL else None
+        try:
+            code, found, summary, stderr = run_worker(
+                home, workspace, op, seed * 100_000 + iteration,
+                fault=step if step in STEPS else None, kill_after=delay if step == RANDOM else None,
+                hold_lock=delay if step == DB_LOCKED else None, finish_reindex=finish_reindex)
+        finally:
+            if filler is not None:
+                filler.unlink()
         violations.extend({"after_iteration": iteration - 1, "violation": v} for v in found)
         ops[op] += 1
         if code == -signal.SIGKILL:
@@ -252,13 +334,16 @@ def crash_loop(iterations: int, seed: int, base: Path, *, spawn: bool = False) -
         errors.append({"iteration": "final", "exit": code, "stderr": stderr[-600:]})
     violations.extend({"after_iteration": iterations, "violation": v} for v in found)
     elapsed = time.perf_counter() - started
+    if no_tmpfs is None:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
     return {
         "iterations": iterations,
         "seed": seed,
         "workers": "exec" if spawn else "fork",
         "ops": dict(sorted(ops.items())),
-        "planned_per_step": dict(Counter(step for _op, step, _delay in plan(iterations, random.Random(seed)))),
+        "planned_per_step": dict(Counter(step for _op, step, _delay in steps)),
         "kills_per_step": {step: kills[step] for step in (*STEPS, RANDOM)},
+        "disk_full": "tmpfs" if no_tmpfs is None else f"not drawn: no tmpfs ({no_tmpfs})",
         "kills": sum(kills.values()),
         "completed_before_their_step": dict(sorted(completed.items())),
         "refusals": dict(sorted(refusals.items())),

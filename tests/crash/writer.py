@@ -161,8 +161,10 @@ def hand_edit(workspace: Path, rng: random.Random, serial: int) -> str:
 
 def run_op(args: argparse.Namespace) -> None:
     """`--op`: replay (bootstrap, done), finish a killed reindex if asked, check, then one operation."""
+    from django.db import OperationalError
+
     from memory.domain.enums import Origin
-    from memory.domain.errors import CompozyError
+    from memory.domain.errors import CompozyError, environment_error
     from memory.services import catalog
     from memory.services.inputs import Caller
     from tests.crash.invariants import violations
@@ -188,7 +190,14 @@ def run_op(args: argparse.Namespace) -> None:
         # After the check: a hand edit is drift by design until a reindex records it.
         hand_edit(Path(args.workspace), rng, int(str(args.seed)[-5:]))
     try:
-        summary = random_op(args.op, rng, vocabulary, caller)
+        try:
+            summary = random_op(args.op, rng, vocabulary, caller)
+        except (OperationalError, OSError) as exc:
+            # What every surface does (Verb.run): a locked database or a full disk is a stable refusal.
+            translated = environment_error(exc)
+            if translated is None:
+                raise
+            raise translated from exc
     except CompozyError as error:  # a refusal (a conflict, say) is an answer, not a failure of the process
         summary = {"op": args.op, "error": error.code, "reason": error.details.get("reason")}
     print(json.dumps(summary), flush=True)
