@@ -18,8 +18,18 @@ from .names import SESSION_ID_PATTERN, SESSION_ID_RULE, validate_agent_name
 SCOPE_DEPTH = {"global": 0, "workspace": 1, "agent:global": 2, "agent:workspace": 3}
 
 
-def utc_now() -> datetime:
+def _system_clock() -> datetime:
     return datetime.now(UTC)
+
+
+# The one wall-clock source of the controller and its logs (decided_at, applied_at, events, holds). A seam, not a
+# setting: a test replaces it to make the clock jump (backwards, as NTP or faketime can), and nothing that orders
+# decisions may depend on what it says.
+clock = _system_clock
+
+
+def utc_now() -> datetime:
+    return clock()
 
 
 def format_timestamp(value: datetime) -> str:
