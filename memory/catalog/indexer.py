@@ -73,7 +73,11 @@ def _moment(value: str | None, fallback_ns: int) -> datetime:
     return datetime.fromtimestamp(fallback_ns / 1e9, tz=UTC).replace(microsecond=0)
 
 
-def entry_fields(ref: ScopeRef, disk: DiskFile, document: Document) -> dict[str, Any]:
+def entry_fields(ref: ScopeRef, disk: DiskFile, document: Document, *, hand_edited: bool = False) -> dict[str, Any]:
+    """`hand_edited`: the file's content was last set by hand (its newest decision has origin file). A person who
+    edits a file rarely touches its provenance, so the edit is dated by the file's mtime when that is later than the
+    frontmatter's `updated_at`. Files the controller wrote keep the frontmatter's date: an import is dated by its
+    source (Candidate.occurred_at), an extracted memory by its session, whatever the file's mtime."""
     front = document.frontmatter
     if is_system_path(disk.filename):
         # Machine-written artifacts (`_system/dreaming/20260101-run.md`) are named freely; their type is the
@@ -84,6 +88,8 @@ def entry_fields(ref: ScopeRef, disk: DiskFile, document: Document) -> dict[str,
     provenance = front.provenance
     created = _moment(provenance.created_at if provenance else None, disk.mtime_ns)
     updated = _moment(provenance.updated_at if provenance else None, disk.mtime_ns)
+    if hand_edited and disk.mtime_ns > 0:
+        updated = max(updated, _moment(None, disk.mtime_ns))
     return {
         "root_key": ref.root_key,
         "scope": ref.scope.value,
@@ -108,8 +114,8 @@ def entry_fields(ref: ScopeRef, disk: DiskFile, document: Document) -> dict[str,
     }
 
 
-def entry_row(ref: ScopeRef, disk: DiskFile, document: Document) -> Row:
-    fields = entry_fields(ref, disk, document)
+def entry_row(ref: ScopeRef, disk: DiskFile, document: Document, *, hand_edited: bool = False) -> Row:
+    fields = entry_fields(ref, disk, document, hand_edited=hand_edited)
     adapt = connection.ops.adapt_datetimefield_value
     fields["frontmatter"] = json.dumps(fields["frontmatter"], sort_keys=True)
     fields["created_at"] = adapt(fields["created_at"])

@@ -21,7 +21,7 @@ from memory.catalog.indexer import (
     upsert_rows,
 )
 from memory.domain.document import Document, parse_document
-from memory.domain.enums import MUTATING_OPS, Op
+from memory.domain.enums import MUTATING_OPS, Op, Origin
 from memory.domain.models import sha256_text
 from memory.domain.names import INDEX_FILENAME, is_system_path
 from memory.models import Decision
@@ -70,7 +70,8 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
             # no file has, so the next reconcile sees the file as changed and records it.
             size, mtime_ns = -1, 0
         disk = DiskFile(filename, decision.post_content, decision.post_content_hash, size, mtime_ns)
-        row = entry_row(ref, disk, document or parse_document(decision.post_content))
+        row = entry_row(ref, disk, document or parse_document(decision.post_content),
+                        hand_edited=decision.origin == Origin.FILE and decision.op == Op.UPDATE)
         with transaction.atomic():
             previous = upsert_rows([row])[0]
             # A kill here loses the rows, chunks and vectors together; replay writes them again.

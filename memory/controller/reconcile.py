@@ -66,6 +66,24 @@ class RootReindex:
     vectors_filled: int = 0
 
 
+def hand_edited(root_key: str, filenames: list[str]) -> set[str]:
+    """The files whose newest applied decision is a hand edit of a known file (origin file, op update): the catalog
+    dates them by their mtime. A file that appeared by hand (a copy, a checkout) keeps its frontmatter's date."""
+    newest: dict[str, tuple[str, str]] = {}
+    with connection.cursor() as cursor:
+        for start in range(0, len(filenames), 500):
+            batch = filenames[start : start + 500]
+            marks = ", ".join("%s" for _ in batch)
+            cursor.execute(
+                "SELECT target_filename, origin, op FROM memory_decisions WHERE root_key = %s "
+                "AND applied_at IS NOT NULL AND op IN ('add', 'update', 'delete') "
+                f"AND target_filename IN ({marks}) ORDER BY seq",
+                [root_key, *batch],
+            )
+            newest.update((filename, (origin, op)) for filename, origin, op in cursor.fetchall())
+    return {filename for filename, (origin, op) in newest.items() if (origin, op) == (Origin.FILE, Op.UPDATE)}
+
+
 def last_known_contents(root_key: str, filenames: list[str]) -> dict[str, str | None]:
     """Each file's content as the decision log last left it (None after a delete)."""
     known: dict[str, str | None] = {}
@@ -171,6 +189,7 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
     edits: list[tuple[str, str | None, Document | None, bool]] = []
     stale: list[str] = []
     rederive = rebuild or not derivation_current()
+    by_hand = hand_edited(ref.root_key, names)
     for position, filename in enumerate(names, start=1):
         if progress is not None and (position % 500 == 0 or position == len(names)):
             progress(done_before + position, total)
@@ -196,7 +215,10 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
             document = parse_document(text, filename=filename)
             if limits is not None:
                 check_hand_edit(document, limits)
-            row = entry_row(ref, DiskFile(filename, text, digest, len(data), stat.st_mtime_ns), document)
+            # A changed file is a hand edit recorded below; an unchanged one is by hand if its last decision is.
+            changed = existing is not None and existing[0][_HASH] != digest
+            row = entry_row(ref, DiskFile(filename, text, digest, len(data), stat.st_mtime_ns), document,
+                            hand_edited=changed or filename in by_hand)
         except DOCUMENT_ERRORS as exc:
             report.invalid.append({"filename": filename, "reason": str(exc.details.get("reason", "invalid"))})
             stale.append(filename)
