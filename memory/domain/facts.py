@@ -77,3 +77,29 @@ def conflicts(newer: Fact, older: Fact) -> bool:
 def other_subject(newer: Fact, older: Fact) -> bool:
     """The same kind of fact about something else: a different memory, whatever words they share."""
     return newer.slot == older.slot and newer.subject != older.subject
+
+
+@dataclass(frozen=True)
+class Stated:
+    """One memory's fact, with when it was last stated (ISO 8601, comparable as text) and its file."""
+
+    filename: str
+    fact: Fact
+    updated_at: str
+
+
+def contradicted(memories: list[Stated]) -> list[tuple[Stated, Stated]]:
+    """(older, newer) for every memory whose fact a newer memory states with another value: the same subject and
+    slot. Each older memory once, paired with the newest statement of its fact (ties: the later filename)."""
+    newest: dict[tuple[str, str], Stated] = {}
+    for memory in memories:
+        key = (memory.fact.subject, memory.fact.slot)
+        current = newest.get(key)
+        if current is None or (memory.updated_at, memory.filename) > (current.updated_at, current.filename):
+            newest[key] = memory
+    pairs = []
+    for memory in sorted(memories, key=lambda m: m.filename):
+        latest = newest[(memory.fact.subject, memory.fact.slot)]
+        if latest is not memory and conflicts(latest.fact, memory.fact):
+            pairs.append((memory, latest))
+    return pairs

@@ -43,6 +43,7 @@ from memory.store import files
 
 from . import gates as g
 from .candidates import DreamCandidate, candidate_bodies, select_candidates
+from .contradictions import consolidate
 from .lock import Acquired, LockState, acquire, current_owner, release, still_held
 from .synthesis import bounded_snippet, safe_name, synthesis_name, synthesize
 
@@ -218,6 +219,12 @@ def execute(run: Consolidation, chosen: list[DreamCandidate], *, root: Path, con
             raise Rejected("The content scanner rejected the synthesis: " + ", ".join(rules) + ".",
                            details={"decision_id": decision.id, "rules": rules})
         timings["submit_ms"] = _ms(clock)
+
+        # Memories stating one fact at two times: the older statement's delete is proposed through the
+        # controller, after the synthesis (a failure here is the run's failure, recorded like any other step's).
+        clock = time.monotonic()
+        run.synthesis = {**(run.synthesis or {}), "contradictions": consolidate(ref=ref, root=root, config=config)}
+        timings["contradictions_ms"] = _ms(clock)
 
         step = RunStep.STAMP
         clock = time.monotonic()
