@@ -115,6 +115,16 @@ class DecisionPending(CompozyError):
     exit_code = 11
 
 
+class WorkspaceCopied(CompozyError):
+    """A directory holds the identity (workspace.toml) of a workspace registered at another path that still holds
+    it: a copied checkout. It is not that workspace until `compozy workspace adopt` (the registration moves here)
+    or `compozy workspace fork` (it gets an identity of its own)."""
+
+    code = "memory.workspace.copied"
+    http_status = 409
+    exit_code = 4
+
+
 # errno → (reason, error class) for the failures that mean "this filesystem cannot take the write now", as
 # opposed to a bug: a root on such a filesystem is held, never a crash of the whole home.
 STORAGE_ERRNOS: dict[int, tuple[str, type[CompozyError]]] = {

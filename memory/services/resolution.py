@@ -10,7 +10,7 @@ from compozy.config import Config, compozy_home, get_config
 from memory.controller.events import event_record
 from memory.domain.document import Limits
 from memory.domain.enums import EventOp, Origin, Scope
-from memory.domain.errors import ScopeInvalid, ValidationError, WorkspaceRequired
+from memory.domain.errors import ScopeInvalid, ValidationError, WorkspaceCopied, WorkspaceRequired
 from memory.domain.models import ScopeRef, utc_now
 from memory.models import Workspace
 from memory.store import roots as store_roots
@@ -217,8 +217,39 @@ def resolve_workspace(spec: str | None, caller: Caller, *, create: bool,
 _registered: set[tuple[str, str, str]] = set()
 
 
+def copied_from(identity: WorkspaceIdentity) -> str | None:
+    """The path a workspace is registered at when that is elsewhere and still holds the same identity: `identity`
+    was read from a copy of that checkout (cp -r carries workspace.toml). None otherwise (registered here, not
+    registered, or moved: nothing holds it at the registered path any more)."""
+    here = str(identity.directory.resolve())
+    known = Workspace.objects.filter(id=identity.id).values_list("path", flat=True).first()
+    if known is None or known == here:
+        return None
+    try:
+        still_there = read_identity(Path(known)).id == identity.id
+    except Exception:  # noqa: BLE001 - any unreadable workspace.toml there means the workspace left that path
+        still_there = False
+    return known if still_there else None
+
+
+def refuse_copy(identity: WorkspaceIdentity) -> None:
+    """A copied checkout never acts as its original: no read of it, no reindex recording deletes for the
+    original's memories, no write landing in the original's root. It waits for an explicit adopt or fork."""
+    original = copied_from(identity)
+    if original is None:
+        return
+    here = str(identity.directory.resolve())
+    raise WorkspaceCopied(
+        f"{here} carries the identity of workspace {identity.id}, which is registered at {original} and still "
+        "there: this is a copy. Run `compozy workspace adopt` here if the workspace moved here, or `compozy "
+        "workspace fork` to give this copy an identity (and memories) of its own.",
+        details={"reason": "workspace_copied", "workspace": identity.id, "path": here,
+                 "registered_path": original})
+
+
 def register_workspace(identity: WorkspaceIdentity) -> None:
-    """Remember where a workspace lives now. A move keeps its memory (the ULID is the key) and is recorded."""
+    """Remember where a workspace lives now. A move keeps its memory (the ULID is the key) and is recorded; a copy
+    whose original is still at the registered path is refused (`refuse_copy`)."""
     here = str(identity.directory.resolve())
     seen = (str(compozy_home()), identity.id, here)
     if seen in _registered:
@@ -227,6 +258,14 @@ def register_workspace(identity: WorkspaceIdentity) -> None:
     if known == here:
         _registered.add(seen)
         return
+    refuse_copy(identity)
+    relocate(identity, known)
+
+
+def relocate(identity: WorkspaceIdentity, known: str | None, *, adopted: bool = False) -> None:
+    """Point the registration at the identity's directory, recording the move."""
+    here = str(identity.directory.resolve())
+    _registered.discard((str(compozy_home()), identity.id, known or ""))
     now = utc_now()
     Workspace.objects.update_or_create(
         id=identity.id,
@@ -241,5 +280,6 @@ def register_workspace(identity: WorkspaceIdentity) -> None:
             scope=Scope.WORKSPACE.value,
             workspace_id=identity.id,
             actor="resolver",
-            metadata={"from": previous, "to": here, "realpath_at_creation": identity.realpath_at_creation},
+            metadata={"from": previous, "to": here, "realpath_at_creation": identity.realpath_at_creation,
+                      **({"adopted": True} if adopted else {})},
         )

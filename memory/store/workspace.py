@@ -142,8 +142,9 @@ def unsuitable_reason(directory: Path) -> str | None:
     return None
 
 
-def create_identity(directory: Path) -> WorkspaceIdentity:
-    """Create workspace.toml exactly once, even when several processes race to create it."""
+def create_identity(directory: Path, *, replace: bool = False) -> WorkspaceIdentity:
+    """Create workspace.toml exactly once, even when several processes race to create it. `replace`: a fork
+    gives a copied checkout an identity of its own in place of the one it was copied with."""
     directory = directory.resolve()
     reason = unsuitable_reason(directory)
     if reason is not None:
@@ -159,7 +160,7 @@ def create_identity(directory: Path) -> WorkspaceIdentity:
         f"realpath_at_creation = {_toml_string(str(directory))}\n"
     )
     # Linked, not renamed: of several processes racing to create it, exactly one identity wins and the rest read it.
-    write_private(target, text, replace=False)
+    write_private(target, text, replace=replace)
     return read_identity(directory)
 
 

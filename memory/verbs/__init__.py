@@ -23,6 +23,7 @@ from memory.domain.errors import (
     CompozyError,
     ScopeInvalid,
     ValidationError,
+    WorkspaceCopied,
     WorkspaceRequired,
     environment_error,
 )
@@ -31,7 +32,7 @@ AGENT_TOOLSET = "compozy__memory"
 ADMIN_TOOLSET = "compozy__memory_admin"
 
 # Every verb can fail these: its input is validated, and its selectors resolve a scope and a workspace.
-COMMON_ERRORS: tuple[type[CompozyError], ...] = (ValidationError, ScopeInvalid, WorkspaceRequired)
+COMMON_ERRORS: tuple[type[CompozyError], ...] = (ValidationError, ScopeInvalid, WorkspaceRequired, WorkspaceCopied)
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ class Verb:
 
 # The modules declaring verbs, one per noun. A new noun adds its module here.
 NOUNS = ("memory.verbs.memory", "memory.verbs.dream", "memory.verbs.extractor", "memory.verbs.sessions",
-         "memory.verbs.imports", "memory.verbs.hooks")
+         "memory.verbs.imports", "memory.verbs.hooks", "memory.verbs.workspace")
 
 # Help for the CLI's intermediate words (`compozy memory decisions …`).
 GROUPS: dict[tuple[str, ...], str] = {}
