@@ -381,7 +381,7 @@ def stamp_provenance(candidate: Candidate, prior_text: str | None, now: datetime
     assert front is not None
     given = front.provenance or Provenance()
     stamped = candidate.occurred_at or format_timestamp(now)
-    created_at = stamped
+    created_at = candidate.said_at or stamped
     sessions = list(given.source_sessions)
     if prior_text is not None:
         try:

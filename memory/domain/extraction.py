@@ -383,4 +383,4 @@ def candidate_from_staged(staged: StagedCandidate) -> Candidate:
     )
     return Candidate(ref=ref, origin=Origin.EXTRACTOR, frontmatter=front, body=memory.content,
                      target_filename=memory_filename(memory.type, slot), entity=slot, session_id=source.session,
-                     occurred_at=staged.occurred_at)
+                     said_at=staged.occurred_at)

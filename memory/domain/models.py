@@ -194,6 +194,10 @@ class Candidate(BaseModel):
     # dated by its tool): the provenance dates it is stamped with instead of the decision's. Not the candidate's
     # identity, as the stamped timestamps are not.
     occurred_at: str | None = None
+    # When what it records was said (an extracted memory's session time): its provenance `created_at` only. Its
+    # `updated_at` stays the write's time, as recall's recency and the index order read it (dating both by a
+    # replayed session's time cost 8 points of continuity_eval at 2,000 characters). Not the identity either.
+    said_at: str | None = None
 
     def candidate_hash(self) -> str:
         if self.request_key:

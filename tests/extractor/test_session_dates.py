@@ -1,5 +1,5 @@
 """Memories know when: a session replayed through `compozy session` with its own times (`ts` a month before the
-extractor runs) gives memories dated by that session, with their relative dates resolved against it (issue 26
+extractor runs) gives memories created at that session's time, with their relative dates resolved against it (issue 26
 item 2). The task cluster runs inline (COMPOZY_Q_SYNC=1, what `compozy serve` runs after the request)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_a_memory_extracted_from_a_month_old_session_is_dated_by_it_and_says_the
     assert shown.code == 0, shown.stderr
     resolved = f"yesterday ({day_before.day} {day_before.strftime('%B')} {day_before.year})"
     assert resolved in shown.stdout, shown.stdout
-    # Dated by the session it came from, not by the run that read it a month later.
+    # Created when it was said in the session, not when the run read it a month later; updated is the write's.
     when = said.strftime("%Y-%m-%d %H:%M:%S UTC")
-    assert re.search(rf"updated: +{when} +created: +{when}", shown.stdout), shown.stdout
-    assert memory["updated_at"] == ts, memory
+    assert re.search(rf"created: +{when}\b", shown.stdout), shown.stdout
+    assert memory["updated_at"] > ts, memory  # the write's time: recall's recency is when memory changed
