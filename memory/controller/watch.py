@@ -134,8 +134,8 @@ class Watcher:
         self._watches: dict[str, object] = {}
         self._listings: dict[str, dict[str, tuple[int, int] | None]] = {}
         # Files found invalid, by (root, name), with the (size, mtime, inode) they had then: the same file is not
-        # read or logged again until it changes (a FIFO named project_x.md was 1,492 tracebacks, a broken file a
-        # warning three times a second for ever).
+        # read or logged again until it changes (otherwise a FIFO or a broken file under a memory name is logged
+        # on every pass, for ever).
         self._invalid: dict[tuple[str, str], tuple[int, int, int] | None] = {}
         self.decisions = 0
 
@@ -256,7 +256,7 @@ class Watcher:
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event) -> None:  # noqa: ANN001
                 # Opening and closing without writing change nothing; the watcher's own reads make them, and
-                # counting them re-read every invalid file about three times a second.
+                # counting them would re-read every invalid file on each of its own reads.
                 if event.is_directory or event.event_type in ("opened", "closed_no_write"):
                     return
                 watcher.path_changed(os.fsdecode(event.src_path))

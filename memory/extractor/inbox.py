@@ -90,14 +90,14 @@ def _stage_step(step: str) -> None:
 # A session directory's (inode, mtime, ctime) when it was last listed and held no staged or claimed file. Creating,
 # renaming or removing an entry changes a directory's mtime and ctime, so a directory whose stat is unchanged still
 # holds none and is not read again: a drain lists the inbox twice (its second pass finds what was staged meanwhile)
-# and every session directory stays for an hour, so most of each listing was reading emptied directories.
+# and every session directory stays for an hour, so most of a listing would otherwise read emptied directories.
 _quiet: dict[str, tuple[int, int, int]] = {}
 # Only a directory whose last change is older than the listing by more than one tick of the file system's clock is
 # remembered: a change within the tick of the previous one can leave the timestamps as they were (the "racy" case).
 # ctime, which no one can set, is the kernel's time of the change. A ctime on a 10 ms boundary may come from a
 # file system that keeps seconds or hundredths (FAT, exFAT, ext3's small inodes): two seconds then; a finer one is
-# the kernel's coarse clock (one tick is 1-10 ms), so 50 ms. At 200 turns/s the directory of the session being
-# drained is listed every time and the others after 50 ms.
+# the kernel's coarse clock (one tick is 1-10 ms), so 50 ms. Under a steady stream of turns the directory of the
+# session being drained is listed every time and the others once they have been quiet for that margin.
 QUIET_AFTER_NS = 50_000_000
 QUIET_AFTER_COARSE_NS = 2_000_000_000
 

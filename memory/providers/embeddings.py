@@ -149,11 +149,11 @@ _MODEL_TENSOR = "embedding.weight"
 
 def _read_shipped_model() -> tuple[np.ndarray, Any]:
     """The table and tokenizer read from the installed wordllama package's folder, the files WordLlama.load() reads,
-    without importing wordllama: its import (requests, its training configuration) cost 0.4-0.6 s of CPU, paid by
-    every process at its first write or search, where reading the two files takes about 0.15 s. The package is
-    located, not imported (find_spec runs none of its code); safetensors and tokenizers are what WordLlama.load()
-    itself reads them with. The table is returned as stored (float16): converting all 32,000 rows to float32 cost
-    about 0.06 s of CPU per process (a fifth of the load) where `embed` converts only the rows a text uses."""
+    without importing wordllama: its import (requests, its training configuration) costs every process several
+    times what reading the two files does, at its first write or search. The package is located, not imported
+    (find_spec runs none of its code); safetensors and tokenizers are what WordLlama.load() itself reads them with.
+    The table is returned as stored (float16): `embed` converts to float32 only the rows a text uses, never the
+    whole table per process."""
     spec = importlib.util.find_spec("wordllama")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("wordllama is not installed")

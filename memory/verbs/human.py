@@ -27,7 +27,7 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, max_width: i
 
 def when(value: str | None, missing: str = "-") -> str:
     """A stored RFC 3339 instant as every view prints it, to the second and marked UTC (the inspector shows local
-    time, so an unmarked time in a terminal was read as local)."""
+    time, so an unmarked time in a terminal would be read as local)."""
     return f"{value[:19].replace('T', ' ')} UTC" if value else missing
 
 
@@ -200,8 +200,8 @@ def human_search(document: dict[str, Any]) -> str:
         note = f"shadowed by {shadow['scope']}:{shadow['filename']}" if shadow else (hit["banner"] and "stale" or "")
         rows.append((f"{hit['score']:.3f}", memory["filename"], _scope_label(memory),
                      " ".join(f"{letter}{why[part]:.2f}" for letter, part, _ in _WHY_PARTS), note, hit["snippet"]))
-    # Every part of the score is shown (the semantic part once was not, so WHY did not add up to SCORE), and the
-    # letters are spelled out once below the table.
+    # Every part of the score is shown, so that WHY adds up to SCORE, and the letters are spelled out once below
+    # the table.
     legend = "why: " + ", ".join(f"{letter} {words}" for letter, _, words in _WHY_PARTS) + "; they add up to the score"
     return (warning + table(rows, ["score", "filename", "scope", "why", "note", "snippet"], max_width=60) + "\n"
             + legend)
@@ -268,7 +268,7 @@ def human_dream_list(document: dict[str, Any]) -> str:
              r["promoted"], r["decision_op"] or "-", when(r["started_at"], ""))
             for r in document["dreams"]]
     if not rows:
-        # An empty list said nothing about why; status says which gate waits for what.
+        # An empty list alone says nothing about why; status says which gate waits for what.
         return "No dreaming runs yet. `compozy memory dream status` shows what each gate is waiting for."
     return table(rows, ["run", "status", "trigger", "candidates", "promoted", "decision", "started"])
 
@@ -351,8 +351,8 @@ def human_session_show(d: dict[str, Any]) -> str:
 def human_session_events(d: dict[str, Any]) -> str:
     if not d["events"]:
         return "No events."
-    # The column is named: an unnamed one printed "-" beside every row that is not archived, which read as a value
-    # of KIND or CONTENT.
+    # The column is named: an unnamed "-" beside every row that is not archived would read as a value of KIND or
+    # CONTENT.
     rows = [(e["seq"], e["turn_id"], e["kind"], "yes" if e["archived"] else "no", e["content"])
             for e in d["events"]]
     footer = f"\nmore: --after-seq {d['next_after_seq']}" if d["has_more"] else ""
