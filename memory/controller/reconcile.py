@@ -8,9 +8,10 @@ one durable commit for all its hand-edit decisions, one catalog transaction, one
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -66,40 +67,32 @@ class RootReindex:
     vectors_filled: int = 0
 
 
-def hand_edited(root_key: str, filenames: list[str]) -> set[str]:
-    """The files whose newest applied decision is a hand edit of a known file (origin file, op update): the catalog
-    dates them by their mtime. A file that appeared by hand (a copy, a checkout) keeps its frontmatter's date."""
-    newest: dict[str, tuple[str, str]] = {}
+def _applied_writes(root_key: str, filenames: list[str], column: str) -> Iterator[tuple[str, str, Any]]:
+    """(filename, op, `column`) of every applied add, update or delete of the files, oldest first."""
     with connection.cursor() as cursor:
         for start in range(0, len(filenames), 500):
             batch = filenames[start : start + 500]
             marks = ", ".join("%s" for _ in batch)
             cursor.execute(
-                "SELECT target_filename, origin, op FROM memory_decisions WHERE root_key = %s "
-                "AND applied_at IS NOT NULL AND op IN ('add', 'update', 'delete') "
-                f"AND target_filename IN ({marks}) ORDER BY seq",
+                f"SELECT target_filename, op, {column} FROM memory_decisions WHERE root_key = %s "
+                f"AND applied_at IS NOT NULL AND op IN ('add', 'update', 'delete') AND target_filename IN ({marks}) "
+                "ORDER BY seq",
                 [root_key, *batch],
             )
-            newest.update((filename, (origin, op)) for filename, origin, op in cursor.fetchall())
+            yield from cursor.fetchall()
+
+
+def hand_edited(root_key: str, filenames: list[str]) -> set[str]:
+    """The files whose newest applied decision is a hand edit of a known file (origin file, op update): the catalog
+    dates them by their mtime. A file that appeared by hand (a copy, a checkout) keeps its frontmatter's date."""
+    newest = {filename: (origin, op) for filename, op, origin in _applied_writes(root_key, filenames, "origin")}
     return {filename for filename, (origin, op) in newest.items() if (origin, op) == (Origin.FILE, Op.UPDATE)}
 
 
 def last_known_contents(root_key: str, filenames: list[str]) -> dict[str, str | None]:
     """Each file's content as the decision log last left it (None after a delete)."""
-    known: dict[str, str | None] = {}
-    with connection.cursor() as cursor:
-        for start in range(0, len(filenames), 500):
-            batch = filenames[start : start + 500]
-            marks = ", ".join("%s" for _ in batch)
-            cursor.execute(
-                "SELECT target_filename, op, post_content FROM memory_decisions WHERE root_key = %s "
-                f"AND applied_at IS NOT NULL AND op IN ('add', 'update', 'delete') AND target_filename IN ({marks}) "
-                "ORDER BY seq",
-                [root_key, *batch],
-            )
-            for filename, op, post in cursor.fetchall():
-                known[filename] = None if op == Op.DELETE else post
-    return known
+    return {filename: None if op == Op.DELETE else post
+            for filename, op, post in _applied_writes(root_key, filenames, "post_content")}
 
 
 def external_decision(ref: ScopeRef, filename: str, text: str | None, document: Document | None,
