@@ -22,6 +22,8 @@ Two faults of the environment, chosen like the others:
   worker's start-up replay and its operation meet ENOSPC. Its answer must be a clean refusal
   (memory.storage.full, memory.decision.pending) or a success; the filler is removed after it exits and the next
   worker's replay must apply whatever waited. Not drawn for a reindex (its hand edit would itself need the disk).
+  What a worker's check finds on the full disk (a decision held there, unapplied) is counted apart
+  (held_while_disk_full): the next worker, with space back, checks that nothing was lost.
   Where no tmpfs can be mounted, the JSON says why under "disk_full" and the fault is not drawn.
 - db_locked: once the worker has booted and checked, this script holds the database with its own write
   transaction (BEGIN IMMEDIATE) for 0-1 s, or for 5.5 s (past SQLite's 5 s busy timeout) one time in five, while
@@ -302,9 +304,15 @@ def crash_loop(iterations: int, seed: int, base: Path, *, spawn: bool = False) -
 
     started = time.perf_counter()
     finish_reindex = False
+    deferred = 0
+    while_full: list[dict[str, Any]] = []
     steps = plan(iterations, rng, disk_full=no_tmpfs is None)
     for iteration, (op, step, delay) in enumerate(steps, start=1):
-        filler = fill(disk) if step == DISK_FULL else None
+        # A killed reindex is finished by the next worker before it checks (a person rerunning it): that rerun
+        # needs the disk, so the fill waits for an iteration with nothing left to finish.
+        filler = fill(disk) if step == DISK_FULL and not finish_reindex else None
+        if step == DISK_FULL and filler is None:
+            deferred += 1
         try:
             code, found, summary, stderr = run_worker(
                 home, workspace, op, seed * 100_000 + iteration,
@@ -313,7 +321,12 @@ def crash_loop(iterations: int, seed: int, base: Path, *, spawn: bool = False) -
         finally:
             if filler is not None:
                 filler.unlink()
-        violations.extend({"after_iteration": iteration - 1, "violation": v} for v in found)
+        if filler is not None:
+            # Checked on a full disk: a decision the previous worker left is held there, unapplied, by design.
+            # Whether anything was lost is what the next worker, with space back, checks (and the final check).
+            while_full.extend({"after_iteration": iteration - 1, "found": v} for v in found)
+        else:
+            violations.extend({"after_iteration": iteration - 1, "violation": v} for v in found)
         ops[op] += 1
         if code == -signal.SIGKILL:
             kills[step] += 1
@@ -344,6 +357,9 @@ def crash_loop(iterations: int, seed: int, base: Path, *, spawn: bool = False) -
         "planned_per_step": dict(Counter(step for _op, step, _delay in steps)),
         "kills_per_step": {step: kills[step] for step in (*STEPS, RANDOM)},
         "disk_full": "tmpfs" if no_tmpfs is None else f"not drawn: no tmpfs ({no_tmpfs})",
+        "disk_full_not_filled_pending_reindex": deferred,
+        "held_while_disk_full": len(while_full),
+        "held_while_disk_full_examples": while_full[:3],
         "kills": sum(kills.values()),
         "completed_before_their_step": dict(sorted(completed.items())),
         "refusals": dict(sorted(refusals.items())),

@@ -31,8 +31,9 @@ def hold_root(root_key: str, *, workspace_id: str, reason: str, message: str, de
                 HeldRoot.objects.create(root_key=root_key, workspace_id=workspace_id, reason=reason,
                                         message=message, decision_id=decision_id, since=now, last_attempt_at=now)
                 # Once per hold, not per retry: an operator follows when a root stopped and when it came back.
-                event_record(op=EventOp.ROOT_HELD, workspace_id=workspace_id, decision_id=decision_id,
-                             target=root_key, metadata={"reason": reason, "message": message})
+                # The decision is named in metadata, not decision_id: each decision has exactly one event.
+                event_record(op=EventOp.ROOT_HELD, workspace_id=workspace_id, target=root_key,
+                             metadata={"reason": reason, "message": message, "decision_id": decision_id})
             else:
                 HeldRoot.objects.filter(root_key=root_key).update(
                     reason=reason, message=message, decision_id=decision_id, last_attempt_at=now,
@@ -50,9 +51,9 @@ def release_root(root_key: str, *, applied: list[str] | None = None) -> None:
             if held is None:
                 return
             HeldRoot.objects.filter(root_key=root_key).delete()
-            event_record(op=EventOp.ROOT_RELEASED, workspace_id=held.workspace_id, decision_id=held.decision_id,
-                         target=root_key, metadata={"reason": held.reason, "attempts": held.attempts,
-                                                    "since": held.since.isoformat(), "applied": applied or []})
+            event_record(op=EventOp.ROOT_RELEASED, workspace_id=held.workspace_id, target=root_key,
+                         metadata={"reason": held.reason, "attempts": held.attempts, "decision_id": held.decision_id,
+                                   "since": held.since.isoformat(), "applied": applied or []})
         log.info("memory root %s released (was held: %s)", root_key, held.reason)
     except DatabaseError as exc:
         log.warning("could not release the hold of %s: %s", root_key, exc)

@@ -207,6 +207,7 @@ def test_the_servers_schedule_applies_a_held_decision_once_space_returns_and_hea
         with sqlite3.connect(cli.home / "compozy.db") as db:
             events = db.execute("SELECT op, decision_id, metadata FROM memory_events WHERE op LIKE 'memory.root.%' "
                                 "ORDER BY id").fetchall()
-        assert [(op, decision) for op, decision, _ in events] == [
-            ("memory.root.held", pending), ("memory.root.released", pending)]
+        # The decision is named in metadata: its own event stays its only one.
+        assert [(op, decision, json.loads(meta)["decision_id"]) for op, decision, meta in events] == [
+            ("memory.root.held", None, pending), ("memory.root.released", None, pending)]
         assert json.loads(events[1][2])["applied"] == [pending]
