@@ -15,7 +15,14 @@ from compozy.config import Config, compozy_home
 from memory.catalog import sql
 from memory.catalog.drift import invalid_reason
 from memory.catalog.queries import RootCatalogView
-from memory.domain.document import Document, Limits, check_filename_type, parse_document, render_document
+from memory.domain.document import (
+    CONFLICT_REASON,
+    Document,
+    Limits,
+    check_filename_type,
+    parse_document,
+    render_document,
+)
 from memory.domain.enums import MUTATING_OPS, ControllerMode, Op, Origin
 from memory.domain.errors import (
     DOCUMENT_ERRORS,
@@ -261,13 +268,17 @@ def persist_and_apply(decision: Decision, *, root: Path, document: Document | No
         ) from None
 
 
-def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = False, once: bool = False) -> Outcome:
+def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = False, once: bool = False,
+           resolution: str | None = None) -> Outcome:
     """The decision for the candidate, applied unless `dry_run`. A `reject` is returned like any other decision
     (it is logged and its event recorded); the service layer turns it into the Rejected error.
 
     `once`: a candidate already decided in this root gets its earlier decision back, whatever changed since.
     The extractor's drain replays a staged file after a crash or from the dead letters; its candidates must not
-    be decided a second time against the state their own earlier decisions produced."""
+    be decided a second time against the state their own earlier decisions produced.
+
+    `resolution`: the candidate resolves a merge conflict in its target (`memory resolve`; the value names how,
+    such as "keep ours"): the conflicted file is replaced whatever it was, an operator's decision on a named file."""
     candidate_hash = candidate.candidate_hash()
     with exclusive(config):
         if not dry_run:
@@ -286,7 +297,9 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
             limits = Limits(config.memory.file.max_lines, config.memory.file.max_bytes)
             invalid = (invalid_reason(root, target, limits) if dry_run
                        else reconcile_file(candidate.ref, root, target, limits).invalid_reason)
-            if invalid:
+            # `resolution`: the operator's resolution of a merge conflict replaces the conflicted file (which
+            # becomes the decision's prior content, so nothing is lost); any other invalid file is never overwritten.
+            if invalid and not (resolution and invalid == CONFLICT_REASON):
                 raise Conflict(
                     f"{target} on disk is not a valid memory file ({invalid}); it is never overwritten. "
                     "Fix or remove it by hand, then retry.",
@@ -295,7 +308,10 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
         previous = previous_decision(candidate, root, candidate_hash=candidate_hash) if may_be_decided else None
         if previous is not None:
             return Outcome(previous, applied=False, dry_run=dry_run)
-        verdict = decide(candidate, RootCatalogView(candidate.ref.root_key), rule_settings(config))
+        view = RootCatalogView(candidate.ref.root_key)
+        verdict = decide(candidate, view, rule_settings(config))
+        if resolution and verdict.op is not Op.REJECT:
+            verdict = resolution_verdict(verdict, target, resolution, exists=view.by_filename(target) is not None)
         decision = build_decision(candidate, verdict, root=root, candidate_hash=candidate_hash)
         if dry_run:
             return Outcome(decision, applied=False, dry_run=True)
@@ -306,6 +322,16 @@ def submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = 
             if decision.op in (Op.ADD, Op.UPDATE) else None
         persist_and_apply(decision, root=root, document=document)
         return Outcome(decision, applied=decision.op in MUTATING_OPS, dry_run=False)
+
+
+def resolution_verdict(verdict: Verdict, target: str, resolution: str, *, exists: bool) -> Verdict:
+    """A resolution writes its target even when the rules saw nothing to do: the catalog holds the previous
+    version, so keeping the side that equals it is an exact duplicate to the rules, yet the file on disk still
+    holds the conflict. The scan still applies (a reject stands)."""
+    trace = [*verdict.rule_trace, {"name": "conflict_resolution", "passed": True,
+                                   "reason": f"the operator resolved the conflict: {resolution}", "target": target}]
+    op = Op.UPDATE if exists else Op.ADD
+    return Verdict(op, target, [target] if exists else [], trace, f"conflict resolved: {resolution}", 1.0)
 
 
 def _decision_of(candidate: Candidate, *, newest: bool, candidate_hash: str | None = None) -> Decision | None:

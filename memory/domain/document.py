@@ -99,6 +99,7 @@ def body_fingerprint(body: str) -> str:
 # Git's merge-conflict markers: `<<<<<<< ours`, optionally `||||||| base` (diff3), `=======`, `>>>>>>> theirs`, each
 # at the start of a line. All three of start, separator and end must appear in that order: a lone `=======` is a
 # Markdown heading underline, not a conflict.
+CONFLICT_REASON = "conflict_markers"
 _CONFLICT_START = re.compile(r"^<{7}(?: |$)")
 _CONFLICT_SEPARATOR = re.compile(r"^={7}$")
 _CONFLICT_END = re.compile(r"^>{7}(?: |$)")
@@ -119,8 +120,37 @@ def conflict_marker_line(text: str) -> int | None:
     return None
 
 
+_CONFLICT_BASE = re.compile(r"^\|{7}(?: |$)")
+
+
+def split_conflict(text: str) -> tuple[str, str]:
+    """The two sides of a conflicted file, (ours, theirs): the lines outside the conflicts are in both, each
+    conflict's first part goes to ours and its last to theirs (a diff3 base section goes to neither)."""
+    ours: list[str] = []
+    theirs: list[str] = []
+    state = "both"
+    for line in text.split("\n"):
+        bare = line.rstrip("\r")
+        if state == "both" and _CONFLICT_START.match(bare):
+            state = "ours"
+        elif state == "ours" and _CONFLICT_BASE.match(bare):
+            state = "base"
+        elif state in ("ours", "base") and _CONFLICT_SEPARATOR.match(bare):
+            state = "theirs"
+        elif state == "theirs" and _CONFLICT_END.match(bare):
+            state = "both"
+        elif state == "both":
+            ours.append(line)
+            theirs.append(line)
+        elif state == "ours":
+            ours.append(line)
+        elif state == "theirs":
+            theirs.append(line)
+    return "\n".join(ours), "\n".join(theirs)
+
+
 def conflict_refused(line: int, *, field: str | None = None) -> ValidationError:
-    details: dict[str, Any] = {"reason": "conflict_markers", "line": line}
+    details: dict[str, Any] = {"reason": CONFLICT_REASON, "line": line}
     if field:
         details["field"] = field
     return ValidationError(

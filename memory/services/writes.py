@@ -16,9 +16,10 @@ from memory.domain.models import Candidate
 from .results import WriteResult, decision_summary
 
 
-def candidate_submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = False) -> WriteResult:
+def candidate_submit(candidate: Candidate, *, root: Path, config: Config, dry_run: bool = False,
+                     resolution: str | None = None) -> WriteResult:
     """The controller's decision as a write result; raises Rejected when it is a `reject` (already logged)."""
-    outcome = submit(candidate, root=root, config=config, dry_run=dry_run)
+    outcome = submit(candidate, root=root, config=config, dry_run=dry_run, resolution=resolution)
     summary = decision_summary(outcome.decision)
     if outcome.decision.op == Op.REJECT:
         rules = scan_rejections(outcome.decision.rule_trace)

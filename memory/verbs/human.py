@@ -56,6 +56,13 @@ def human_write(document: dict[str, Any], verbose: int = 0) -> str:
     ])
 
 
+def human_resolve(document: dict[str, Any]) -> str:
+    """One line per decision the resolution made."""
+    lines = [f"{document['filename']}: keep {document['keep']}"]
+    lines.extend("  " + human_write(write) for write in document["writes"])
+    return "\n".join(lines)
+
+
 def human_revert(document: dict[str, Any]) -> str:
     decision = document["decision"]
     status = "dry run, nothing written" if document.get("dry_run") else (

@@ -17,6 +17,7 @@ from memory.domain.errors import (
 from memory.services import (
     agents,
     catalog,
+    conflicts,
     decisions,
     history,
     memories,
@@ -100,6 +101,16 @@ VERBS = [
         command=("memory", "edit"), input=memories.EditInput, service=memories.memory_edit, positionals=("filename",),
         human=human.human_write, summary="Change a memory's content, name or description.", readers=CONTENT,
         routes=(Route("PATCH", "/api/memory/{filename}"),), errors=(NotFound, *WRITE_ERRORS),
+    ),
+    Verb(
+        command=("memory", "resolve"), input=conflicts.ResolveInput, service=conflicts.conflict_resolve,
+        positionals=("filename",), human=human.human_resolve, readers=CONTENT,
+        summary="Resolve a memory file left with git merge-conflict markers: keep ours, theirs, both, or an edit.",
+        routes=(Route("POST", "/api/memory/{filename}/resolve"),), errors=(NotFound, *WRITE_ERRORS),
+        tool=Tool("compozy__memory_resolve", ADMIN_TOOLSET, destructive=True, description=(
+            "Resolve a memory file that holds git merge-conflict markers (health lists it as invalid, reason "
+            "conflict_markers): keep ours, keep theirs, keep both as two memories, or edit (give the body). Each "
+            "written file is a controller decision; the conflicted text is kept as the first one's prior content.")),
     ),
     Verb(
         command=("memory", "delete"), input=memories.DeleteInput, service=memories.memory_delete,

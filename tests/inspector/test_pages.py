@@ -141,6 +141,17 @@ def test_the_dashboard_shows_status_counts_per_scope_and_type_and_an_hourly_char
     assert "2 write" in page and "1 rejected" in page
 
 
+def test_the_dashboard_lists_a_conflicted_memory_file_with_its_reason_and_how_to_resolve_it(browser, ws,
+                                                                                             workspace_dir):
+    h.write(workspace_dir, name="Merged Fact", content="The port is 5433.")
+    path = memory_file(workspace_dir, "project_merged_fact.md")
+    path.write_text(path.read_text().replace("The port is 5433.",
+                                             "<<<<<<< HEAD\nThe port is 5433.\n=======\nThe port is 6543.\n>>>>>>> b"))
+    page = page_text(browser.get(f"/inspector/?workspace={ws}"))
+    assert "invalid: <code>project_merged_fact.md</code> (conflict_markers)" in page
+    assert "compozy memory resolve project_merged_fact.md" in page
+
+
 def test_the_reindex_button_starts_a_job_whose_page_follows_it_to_the_result(browser, ws, workspace_dir):
     h.write(workspace_dir, name="Reindexed", content="Indexed before the reindex.")
     memory_file(workspace_dir, "project_by_hand.md").write_text(
