@@ -92,7 +92,7 @@ def held_root_reports(root_keys: list[str] | None = None) -> list[HeldRootReport
             for h in held_roots(root_keys)]
 
 def health_get(*, data: HealthInput, caller: Caller) -> Health:
-    span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
+    span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces, fresh=False)
     totals = _Totals(include_system=data.include_system, limits=span.resolved.limits)
     shared = administered_refs_across([])  # global and every agent's global tier
     for ref in shared:
@@ -196,7 +196,7 @@ def _workspace_health(workspace: KnownWorkspace, refs: list[ScopeRef], totals: _
 
 def catalog_reindex(*, data: ReindexInput, caller: Caller,
                     progress: Callable[[int, int], None] | None = None) -> ReindexResult:
-    span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces)
+    span = resolve_span(data.workspace, caller, all_workspaces=data.all_workspaces, fresh=False)
     roots = [(ref, store_roots.root_path(ref, None)) for ref in administered_refs_across([])]
     for workspace in span.workspaces:
         if workspace.directory is not None:  # a workspace whose directory is gone has no files to read

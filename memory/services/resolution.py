@@ -8,6 +8,7 @@ from pathlib import Path
 
 from compozy.config import Config, compozy_home, get_config
 from memory.controller.events import event_record
+from memory.controller.freshness import catch_up
 from memory.domain.document import Limits
 from memory.domain.enums import EventOp, Origin, Scope
 from memory.domain.errors import ScopeInvalid, ValidationError, WorkspaceCopied, WorkspaceRequired
@@ -108,9 +109,9 @@ class Span:
         return ["", *self.workspace_ids]
 
 
-def resolve_span(workspace: str | None, caller: Caller, *, all_workspaces: bool) -> Span:
+def resolve_span(workspace: str | None, caller: Caller, *, all_workspaces: bool, fresh: bool = True) -> Span:
     if not all_workspaces:
-        resolved = resolve(Selector(workspace=workspace), caller)
+        resolved = resolve(Selector(workspace=workspace), caller, fresh=fresh)
         own = (KnownWorkspace.of(resolved.workspace),) if resolved.workspace else ()
         return Span(resolved=resolved, workspaces=own, across=False)
     if workspace:
@@ -147,12 +148,22 @@ def narrowed_to_global(scope: Scope | None, resolved: Resolved, caller: Caller, 
             "with workspace)")
 
 
-def resolve(selector: Selector, caller: Caller, *, create_workspace: bool = False) -> Resolved:
+def resolve(selector: Selector, caller: Caller, *, create_workspace: bool = False, fresh: bool = True) -> Resolved:
+    """`fresh`: reconcile what changed on disk since the roots were last in step first. Health (which reports
+    that drift) and reindex (which reconciles everything itself) pass False."""
     # Only a write's input carries create_workspace (memory write): no read, and no agent tool, can name one.
     workspace = resolve_workspace(selector.workspace, caller, create=create_workspace,
                                   operator_named=getattr(selector, "create_workspace", False))
     config = get_config(workspace.directory if workspace else None)
-    return Resolved(workspace, config)
+    resolved = Resolved(workspace, config)
+    # What a pull brought while no watcher ran becomes decisions before this call reads the catalog: one stat of
+    # each root directory when nothing changed (memory/controller/freshness.py).
+    refs = [ScopeRef(scope=Scope.GLOBAL)]
+    if workspace is not None:
+        refs.append(ScopeRef(scope=Scope.WORKSPACE, workspace_id=workspace.id))
+    for ref in refs if fresh else ():
+        catch_up(ref, resolved.root(ref), config)
+    return resolved
 
 
 def _auto_create() -> bool:

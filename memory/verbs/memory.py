@@ -106,7 +106,7 @@ VERBS = [
         command=("memory", "resolve"), input=conflicts.ResolveInput, service=conflicts.conflict_resolve,
         positionals=("filename",), human=human.human_resolve, readers=CONTENT,
         summary="Resolve a memory file left with git merge-conflict markers: keep ours, theirs, both, or an edit.",
-        routes=(Route("POST", "/api/memory/{filename}/resolve"),), errors=(NotFound, *WRITE_ERRORS),
+        routes=(Route("POST", "/api/memory/resolve"),), errors=(NotFound, *WRITE_ERRORS),
         tool=Tool("compozy__memory_resolve", ADMIN_TOOLSET, destructive=True, description=(
             "Resolve a memory file that holds git merge-conflict markers (health lists it as invalid, reason "
             "conflict_markers): keep ours, keep theirs, keep both as two memories, or edit (give the body). Each "
