@@ -141,6 +141,15 @@ class WatchConfig(_Section):
         classmethod(lambda cls, v: _duration_ms(v)))
 
 
+class SyncConfig(_Section):
+    """`memory sync` of global memory through git (memory/controller/sync.py), once it was synced by hand."""
+
+    # Sync after each session stops (queued on the task cluster).
+    after_session_stop: bool = False
+    # The task cluster syncs this often; 0 never on a schedule.
+    every_minutes: int = Field(0, ge=0, le=10_080)
+
+
 class DecisionsConfig(_Section):
     prune_after_applied_days: int = Field(90, ge=1)
 
@@ -200,6 +209,7 @@ class MemoryConfig(_Section):
     dream: DreamConfig = DreamConfig()
     decisions: DecisionsConfig = DecisionsConfig()
     watch: WatchConfig = WatchConfig()
+    sync: SyncConfig = SyncConfig()
     workspace: WorkspaceConfig = WorkspaceConfig()
     provider: ProviderConfig = ProviderConfig()
     extractor: ExtractorConfig = ExtractorConfig()

@@ -21,5 +21,7 @@ class MemoryConfig(AppConfig):
             tightened.clear()
 
         from memory.services.extractor import connect_signals
+        from memory.services.sync import connect_signals as connect_sync
 
         connect_signals()
+        connect_sync()

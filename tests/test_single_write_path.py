@@ -17,7 +17,8 @@ PACKAGES = ("compozy", "memory", "inspector")
 ALLOWED_WRITERS = {
     "memory/store/files.py": "the atomic-write helper: temp file, fsync, rename, directory fsync",
     "memory/store/workspace.py": "creates .compozy/workspace.toml (outside every memory root) exactly once",
-    "memory/store/sharing.py": "appends missing lines to .compozy/.gitignore (outside every memory root)",
+    "memory/store/sharing.py": ("appends missing lines to .compozy/.gitignore and to a synced root's "
+                                ".gitignore (no memory file)"),
     "memory/controller/lock.py": "the write lock file under $COMPOZY_HOME/run",
     "memory/bootstrap.py": "the migration lock file under $COMPOZY_HOME/run",
     "compozy/settings.py": "the per-home secret key file",
@@ -35,6 +36,9 @@ ALLOWED_WRITERS = {
 # Only these may call the store's mutating helpers.
 HELPER_CALLERS = {"memory/controller/core.py", "memory/controller/apply.py", "memory/controller/reconcile.py",
                   "memory/controller/replay.py",
+                  # memory sync creates the global root's directories before `git init`; what git's own checkout
+                  # writes there (a pull) is recorded right after as decisions of origin sync, like a hand edit
+                  "memory/controller/sync.py",
                   # the extractor's inbox (_inbox/) and dead letters (_system/extractor/failures/): staged files are
                   # written whole by atomic_write, claimed by rename, removed once drained
                   "memory/extractor/inbox.py",

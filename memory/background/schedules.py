@@ -20,6 +20,7 @@ HELD_SCHEDULE = "compozy-held-roots-retry"
 # How often a held root (a full or read-only filesystem) is retried: its decision lands within this long after
 # space returns. A retry with nothing unapplied is one indexed query.
 HELD_RETRY_MINUTES = 1
+SYNC_SCHEDULE = "compozy-memory-sync"
 # How often idle sessions are looked for: a session closes within this long after its idle time ran out.
 IDLE_CHECK_MINUTES = 15
 
@@ -37,12 +38,16 @@ def wanted() -> list[Recurring]:
 
     from compozy.config import get_config
 
-    every = get_config(None).memory.dream.check_every_minutes
+    config = get_config(None)
+    every = config.memory.dream.check_every_minutes
+    sync_every = config.memory.sync.every_minutes
+    syncing = [Recurring(SYNC_SCHEDULE, "memory.background.tasks.sync_global", Schedule.MINUTES, sync_every)]
     return [
         Recurring(PRUNE_SCHEDULE, "memory.background.tasks.prune_decisions", Schedule.DAILY),
         Recurring(DREAM_SCHEDULE, "memory.background.tasks.dream_check", Schedule.MINUTES, every),
         Recurring(IDLE_SCHEDULE, "memory.background.tasks.close_idle_sessions", Schedule.MINUTES, IDLE_CHECK_MINUTES),
         Recurring(HELD_SCHEDULE, "memory.background.tasks.retry_held_roots", Schedule.MINUTES, HELD_RETRY_MINUTES),
+        *(syncing if sync_every else []),
     ]
 
 
@@ -51,7 +56,11 @@ def ensure_schedules() -> list[str]:
     from django_q.models import Schedule
 
     names = []
-    for item in wanted():
+    items = wanted()
+    if SYNC_SCHEDULE not in {item.name for item in items}:
+        # Turned off (every_minutes = 0) since the cluster last started: the schedule goes too.
+        Schedule.objects.filter(name=SYNC_SCHEDULE).delete()
+    for item in items:
         schedule = Schedule.objects.filter(name=item.name).first()
         if schedule is None:
             Schedule.objects.create(name=item.name, func=item.func, schedule_type=item.schedule_type,

@@ -7,6 +7,17 @@ from __future__ import annotations
 SCHEDULE_ACTOR = "schedule"
 
 
+def sync_global() -> dict:
+    """`memory sync` of global memory, after a session stop or on the schedule; a home never synced is left alone."""
+    from memory.domain.enums import Origin
+    from memory.services.inputs import Caller
+    from memory.services.sync import SyncInput, memory_sync, sync_configured
+
+    if not sync_configured():
+        return {"skipped": "global memory was never synced on this machine (run `compozy memory sync --remote`)"}
+    return memory_sync(data=SyncInput(), caller=Caller(origin=Origin.CLI)).to_json()
+
+
 def run_job(job_id: str) -> None:
     from memory.services.jobs import job_run
 

@@ -23,7 +23,7 @@ from memory.domain.document import (
     parse_document,
     render_document,
 )
-from memory.domain.enums import MUTATING_OPS, ControllerMode, Op, Origin
+from memory.domain.enums import EXTERNAL_ORIGINS, MUTATING_OPS, ControllerMode, Op
 from memory.domain.errors import (
     DOCUMENT_ERRORS,
     STORAGE_ERRNOS,
@@ -149,7 +149,7 @@ def replay_unapplied() -> list[str]:
             continue
         cleaned.add(ref.root_key)
         if _apply_or_hold(decision, ref, apply_decision, decision, root=root, replaying=True,
-                          external=decision.origin == Origin.FILE.value):
+                          external=decision.origin in EXTERNAL_ORIGINS):
             stopped.add(ref.root_key)
             continue
         replayed.append(decision.id)

@@ -20,6 +20,7 @@ from django.db import connection
 
 from compozy.config import Config
 from memory.domain.document import Limits
+from memory.domain.enums import Origin
 from memory.domain.models import ScopeRef
 from memory.domain.names import is_memory_document_name
 from memory.store import files
@@ -63,14 +64,16 @@ def changed_files(root_key: str, root: Path) -> list[str]:
                   if listing.get(name) != indexed.get(name) and is_memory_document_name(name))
 
 
-def catch_up(ref: ScopeRef, root: Path, config: Config) -> list[str]:
-    """Reconcile a root whose directory changed since it was last in step; returns the decision ids recorded."""
+def catch_up(ref: ScopeRef, root: Path, config: Config, *, origin: Origin = Origin.FILE,
+             force: bool = False) -> list[str]:
+    """Reconcile a root whose directory changed since it was last in step; returns the decision ids recorded.
+    `force`: list it whatever its mtime says (`memory sync`, right after its own pull)."""
     try:
         mtime_ns = os.stat(root).st_mtime_ns
     except (FileNotFoundError, NotADirectoryError):
         return []
     key = _key(ref.root_key)
-    if _recorded(key) == mtime_ns:
+    if not force and _recorded(key) == mtime_ns:
         return []
     decided: list[str] = []
     limits = Limits(config.memory.file.max_lines, config.memory.file.max_bytes)
@@ -78,11 +81,11 @@ def catch_up(ref: ScopeRef, root: Path, config: Config) -> list[str]:
     if changed:
         with exclusive(config):
             if len(changed) >= BATCH_FROM:
-                report = reindex_root(ref, root, limits=limits)
+                report = reindex_root(ref, root, limits=limits, origin=origin)
                 decided.extend(report.external_decisions)
             else:
                 for filename in changed:
-                    result = reconcile_file(ref, root, filename, limits)
+                    result = reconcile_file(ref, root, filename, limits, origin=origin)
                     if result.decision is not None:
                         decided.append(result.decision.id)
     # Recorded even when a file was invalid (a merge conflict): health reports it, and resolving it is a

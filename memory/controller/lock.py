@@ -60,6 +60,13 @@ def drain_lock(timeout_ms: int) -> Iterator[None]:
 
 
 @contextmanager
+def sync_lock(timeout_ms: int) -> Iterator[None]:
+    """One `memory sync` at a time (the CLI, a session stop's, the schedule's): two would race on one repository."""
+    with _file_lock(time.monotonic() + timeout_ms / 1000, timeout_ms, name="sync.lock", holder="memory sync ran"):
+        yield
+
+
+@contextmanager
 def _file_lock(deadline: float, timeout_ms: int, *, name: str = "write.lock",
                holder: str = "writer held the memory write lock") -> Iterator[None]:
     run_dir = compozy_home() / "run"

@@ -95,8 +95,12 @@ def last_known_contents(root_key: str, filenames: list[str]) -> dict[str, str | 
             for filename, op, post in _applied_writes(root_key, filenames, "post_content")}
 
 
+_WHERE = {Origin.FILE: "the file changed on disk outside the controller",
+          Origin.SYNC: "the file arrived from another machine through memory sync (git pull --rebase)"}
+
+
 def external_decision(ref: ScopeRef, filename: str, text: str | None, document: Document | None,
-                      prior: str | None, *, had_row: bool, now=None) -> Decision:
+                      prior: str | None, *, had_row: bool, now=None, origin: Origin = Origin.FILE) -> Decision:
     now = now or utc_now()
     op = Op.DELETE if text is None else Op.UPDATE if had_row or prior is not None else Op.ADD
     post = text or ""
@@ -108,16 +112,18 @@ def external_decision(ref: ScopeRef, filename: str, text: str | None, document: 
         if not result.clean:
             notes = "; scanner flagged " + ",".join(result.rejected_rules)
     return new_decision(
-        ref=ref, origin=Origin.FILE, op=op, candidate_hash=candidate_hash, targets=[filename],
+        ref=ref, origin=origin, op=op, candidate_hash=candidate_hash, targets=[filename],
         target_filename=filename, frontmatter=document.frontmatter.yaml_dict() if document is not None else None,
         post_content=post, prior_content=prior,
         rule_trace=[{"name": "external_change", "passed": True,
-                     "reason": f"the file changed on disk outside the controller{notes}", "target": filename}],
-        reason=f"hand edit observed: {op.value}", base_state=None, decided_at=now,
+                     "reason": f"{_WHERE[origin]}{notes}", "target": filename}],
+        reason=f"{'arrived through memory sync' if origin is Origin.SYNC else 'hand edit observed'}: {op.value}",
+        base_state=None, decided_at=now,
     )
 
 
-def reconcile_file(ref: ScopeRef, root: Path, filename: str, limits: Limits | None = None) -> ReconcileResult:
+def reconcile_file(ref: ScopeRef, root: Path, filename: str, limits: Limits | None = None, *,
+                   origin: Origin = Origin.FILE) -> ReconcileResult:
     """Record a hand edit of one file, if there is one. Called under the write lock."""
     path = files.safe_path(root, filename)
     with sql.cursor() as cursor:
@@ -153,7 +159,7 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str, limits: Limits | No
             # A broken or oversized hand edit is reported by health, never overwritten, deleted or indexed.
             return ReconcileResult(invalid_reason=str(exc.details.get("reason", "invalid")))
     prior = last_known_contents(ref.root_key, [filename]).get(filename)
-    decision = external_decision(ref, filename, text, document, prior, had_row=entry is not None)
+    decision = external_decision(ref, filename, text, document, prior, had_row=entry is not None, origin=origin)
     persist_decisions([decision])
     # The file was there before its row: MEMORY.md may already list it, so the index is checked, not appended to.
     apply_decision(decision, root=root, document=document, external=True)
@@ -169,7 +175,7 @@ def _previous_rows(ref: ScopeRef, filenames: list[str]) -> list[Row]:
 
 
 def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, rebuild: bool = False,
-                 limits: Limits | None = None,
+                 limits: Limits | None = None, origin: Origin = Origin.FILE,
                  progress: Progress | None = None, done_before: int = 0, total: int = 0) -> RootReindex:
     """Re-derive every row of a root from its files; write only the rows that differ (all of them with
     `rebuild`). Must be called under the write lock."""
@@ -233,7 +239,8 @@ def reindex_root(ref: ScopeRef, root: Path, *, include_system: bool = False, reb
     if edits:
         priors = last_known_contents(ref.root_key, [edit[0] for edit in edits])
         now = utc_now()
-        decisions = [external_decision(ref, name, text, document, priors.get(name), had_row=had_row, now=now)
+        decisions = [external_decision(ref, name, text, document, priors.get(name), had_row=had_row, now=now,
+                                        origin=origin)
                      for name, text, document, had_row in edits]
         persist_decisions(decisions)
         faults.hit("after_decision_commit")

@@ -34,7 +34,12 @@ class Origin(StrEnum):
     PROVIDER = "provider"
     # Brought in from another tool's memory by `compozy import` (Claude Code's auto-memory).
     IMPORT = "import"
+    # Brought by `memory sync`'s `git pull --rebase` from another machine.
+    SYNC = "sync"
 
+
+# Decisions that record a file someone else put on disk (a hand edit, a pull): applying one only indexes it.
+EXTERNAL_ORIGINS = frozenset({Origin.FILE, Origin.SYNC})
 
 # Autonomous writers must never overwrite a memory only because a generated slug collided.
 # An import is one too: a Claude Code file named like an existing memory must not replace it on first import.

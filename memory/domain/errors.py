@@ -125,6 +125,15 @@ class WorkspaceCopied(CompozyError):
     exit_code = 4
 
 
+class SyncFailed(MemoryError_):
+    """`memory sync`: git (the system's, run as a subprocess) refused a step: no repository or remote yet, an
+    unreachable remote, a push refused. What was already committed stays committed; nothing is lost."""
+
+    code = "memory.sync.failed"
+    http_status = 502
+    exit_code = 12
+
+
 # errno → (reason, error class) for the failures that mean "this filesystem cannot take the write now", as
 # opposed to a bug: a root on such a filesystem is held, never a crash of the whole home.
 STORAGE_ERRNOS: dict[int, tuple[str, type[CompozyError]]] = {

@@ -42,9 +42,14 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 def ensure_gitignore(workspace_dir: Path) -> bool:
     """Write `.compozy/.gitignore`, or append the lines it lacks; never rewrite what the person put there.
     Returns whether the file changed. A link or a non-file there is left alone (health reports links)."""
-    path = workspace_dir / GITIGNORE
+    return ensure_ignore_file(workspace_dir / GITIGNORE, IGNORED)
+
+
+def ensure_ignore_file(path: Path, lines: tuple[str, ...], header: str = HEADER) -> bool:
+    """`path` holds every one of `lines`: written with them, or the missing ones appended (`memory sync` keeps
+    the global root's `.gitignore` this way too)."""
     stamp = _stamp(path)
-    if stamp is not None and (str(workspace_dir), *stamp) in _checked:
+    if stamp is not None and (str(path), *stamp) in _checked:
         return False
     if not path.parent.is_dir() or path.is_symlink():
         return False
@@ -54,9 +59,9 @@ def ensure_gitignore(workspace_dir: Path) -> bool:
             return False
         existing = path.read_bytes().decode("utf-8", "replace")
     present = {line.strip() for line in existing.splitlines()}
-    missing = [line for line in IGNORED if line not in present]
+    missing = [line for line in lines if line not in present]
     if missing:
-        text = ("" if existing else HEADER) + "\n".join(missing) + "\n"
+        text = ("" if existing else header) + "\n".join(missing) + "\n"
         if existing and not existing.endswith("\n"):
             text = "\n" + text
         # Append only: a concurrent writer may have appended the same lines, which is harmless to git.
@@ -70,5 +75,5 @@ def ensure_gitignore(workspace_dir: Path) -> bool:
             fsync_dir(path.parent)
     stamp = _stamp(path)
     if stamp is not None:
-        _checked.add((str(workspace_dir), *stamp))
+        _checked.add((str(path), *stamp))
     return bool(missing)

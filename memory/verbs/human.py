@@ -63,6 +63,24 @@ def human_resolve(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def human_sync(document: dict[str, Any]) -> str:
+    lines = [f"{document['path']} ⇄ {document['remote']}" + (" (new repository)" if document["initialized"] else "")]
+    if document["hand_edits"]:
+        lines.append(f"recorded {len(document['hand_edits'])} hand edit(s) first")
+    lines.append(f"committed {len(document['committed'])} decision(s)")
+    lines.extend(f"  {c['decision_id']}  {c['op']}  {c['filename']}" for c in document["committed"][:20])
+    if len(document["committed"]) > 20:
+        lines.append(f"  … and {len(document['committed']) - 20} more")
+    lines.append(f"pulled {document['pulled']} commit(s): {len(document['arrived'])} file(s) changed, "
+                 f"{len(document['reconciled'])} decision(s) of origin sync")
+    for conflict in document["conflicts"]:
+        lines.append(f"CONFLICT {conflict['filename']}: before ======= {conflict['ours']}; after it "
+                     f"{conflict['theirs']}\n  resolve: {conflict['resolve']}")
+    lines.append("pushed" if document["pushed"] else
+                 "not pushed: resolve the conflicts, then sync again" if document["conflicts"] else "nothing pushed")
+    return "\n".join(lines)
+
+
 def human_revert(document: dict[str, Any]) -> str:
     decision = document["decision"]
     status = "dry run, nothing written" if document.get("dry_run") else (

@@ -12,6 +12,7 @@ from memory.domain.errors import (
     ControllerTimeout,
     NotFound,
     Rejected,
+    SyncFailed,
     ValidationError,
 )
 from memory.services import (
@@ -25,6 +26,7 @@ from memory.services import (
     propose,
     recall,
     snapshots,
+    sync,
     tokens,
 )
 
@@ -111,6 +113,18 @@ VERBS = [
             "Resolve a memory file that holds git merge-conflict markers (health lists it as invalid, reason "
             "conflict_markers): keep ours, keep theirs, keep both as two memories, or edit (give the body). Each "
             "written file is a controller decision; the conflicted text is kept as the first one's prior content.")),
+    ),
+    Verb(
+        command=("memory", "sync"), input=sync.SyncInput, service=sync.memory_sync, human=human.human_sync,
+        summary="Sync global memory with a git remote: commit each decision, pull --rebase, reconcile, push.",
+        routes=(Route("POST", "/api/memory/sync"),), errors=(SyncFailed, ControllerTimeout),
+        # A conflict waiting for `memory resolve` is not pushed: the sync did less than asked.
+        incomplete=lambda document: bool(document["conflicts"]),
+        tool=Tool("compozy__memory_sync", ADMIN_TOOLSET, destructive=False, description=(
+            "Sync global memory ($COMPOZY_HOME/memory) with its git remote: one commit per decision applied since "
+            "the last sync, git pull --rebase, what arrived recorded as decisions of origin sync, then push. Give "
+            "remote the first time. A conflict is reported (and not pushed) until compozy__memory_resolve "
+            "resolves it.")),
     ),
     Verb(
         command=("memory", "delete"), input=memories.DeleteInput, service=memories.memory_delete,

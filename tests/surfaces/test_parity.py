@@ -74,6 +74,7 @@ COMMANDS = {"write": ("memory", "write"), "list": ("memory", "list"), "show": ("
             "extractor failures": ("memory", "extractor", "list-failures"),
             "extractor replay": ("memory", "extractor", "replay"), "extractor drain": ("memory", "extractor", "drain"),
             "import claude-code": ("import", "claude-code"), "resolve": ("memory", "resolve"),
+            "sync": ("memory", "sync"),
             **{f"session {verb}": ("session", verb)
                for verb in ("start", "append", "usage", "stop", "show", "events", "history", "list", "resume")}}
 DECLARED = {verb.command: verb for verb in all_verbs() if verb.command}
@@ -249,6 +250,8 @@ SCENARIOS: list[tuple[str, str, Any]] = [
      lambda results: {"claude_dir": CLAUDE_FOLDER["path"]}),
     ("resolve of a memory with no conflict", "resolve", {"filename": "project_parity_beta.md", "keep": "ours"}),
     ("resolve of a missing file", "resolve", {"filename": "project_not_there.md", "keep": "theirs"}),
+    ("sync the first time without a remote", "sync", {}),
+    ("sync with a password in the remote", "sync", {"remote": "https://me:secret@example.com/memory.git"}),
 ]
 CLAUDE_FOLDER: dict[str, str] = {}
 # Scenarios whose error documents differ by surface in their message, compared by code only.
@@ -410,8 +413,10 @@ def test_the_scenarios_exercise_what_they_claim(outcomes):
     assert [(r["failure"], r["replayed"]) for r in results[26][1]["replays"]] == [(refused["failure"], False)]
     assert results[27][1]["code"] == "memory.not_found" and results[27][1]["details"]["reason"] == "no_failures"
     assert results[28][1]["code"] == "memory.validation" and results[28][1]["details"]["reason"] == "exactly_one"
-    assert results[-2][1]["code"] == "memory.validation" and results[-2][1]["details"]["reason"] == "not_conflicted"
-    assert results[-1][1]["code"] == "memory.not_found"
+    assert results[-4][1]["code"] == "memory.validation" and results[-4][1]["details"]["reason"] == "not_conflicted"
+    assert results[-3][1]["code"] == "memory.not_found"
+    assert results[-2][1]["code"] == "memory.sync.failed" and results[-2][1]["details"]["reason"] == "no_remote"
+    assert results[-1][1]["details"] == {"field": "remote", "reason": "credentials_in_url"}
 
 
 def test_each_surface_records_its_own_origin(outcomes):

@@ -1,0 +1,139 @@
+"""`compozy memory sync` of global memory over 1,000 changed memories, beside the same `git` commands run bare.
+
+    .venv/bin/python bench/sync_bench.py                 # 1,000 memories
+    .venv/bin/python bench/sync_bench.py --memories 200
+
+All on local disk: two bare repositories stand for the remote (one for the product, one for the floor).
+
+- push: 1,000 memories written through `memory_write` (untimed), then `memory_sync(remote=…)` timed: the
+  catch-up stat, one commit per decision (`git fast-import`), `git reset`, `git fetch`, `git push`.
+  Floor: a plain repository holding the same files runs the same git commands bare: `git init`, `git remote add`,
+  `git fast-import` of the very commits the product made (`git fast-export`, untimed), `git reset`, `git fetch`,
+  `git push`.
+- pull: another clone changes all 1,000 files and pushes (untimed); `memory_sync()` timed: `git fetch`,
+  `git rebase`, and the reconcile of every file that arrived into decisions of origin `sync` (catalog rows,
+  vectors, MEMORY.md), then a push with nothing to send. Floor: a clone at the same state runs `git fetch`,
+  `git rebase --autostash` and `git diff --name-only` bare.
+
+Both in one process and one run, so both see the same load. Target: each within 3x of its floor.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402  (must come before Django)
+
+TARGET_RATIO = 3.0
+IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost", "GIT_COMMITTER_NAME": "bench",
+            "GIT_COMMITTER_EMAIL": "bench@localhost"}
+
+
+def git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    return subprocess.run(["git", "-C", str(cwd), *args], input=stdin, capture_output=True, check=True).stdout
+
+
+def timed(function) -> tuple[float, object]:  # noqa: ANN001
+    started = time.perf_counter()
+    result = function()
+    return round(time.perf_counter() - started, 3), result
+
+
+def measure(env: common.Env, count: int, seed: int) -> dict[str, object]:
+    import os
+
+    from memory.domain.enums import Origin
+    from memory.services import memories
+    from memory.services.inputs import Caller
+    from memory.services.sync import SyncInput, memory_sync
+
+    os.environ.update(IDENTITY)
+    caller = Caller(origin=Origin.CLI, cwd=env.workspace)
+    words = common.Words(seed)
+    common.log(f"writing {count} global memories")
+    for number in range(count):
+        memories.memory_write(data=memories.WriteInput.parse({
+            "scope": "global", "type": "user", "name": f"{' '.join(words.words(3))} {number}",
+            "description": " ".join(words.words(8)), "content": " ".join(words.words(40)) + "."}), caller=caller)
+    root = env.home / "memory"
+    product_remote, floor_remote = env.base / "product.git", env.base / "floor.git"
+    for bare in (product_remote, floor_remote):
+        subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+
+    common.log("push: product")
+    push_s, pushed = timed(lambda: memory_sync(data=SyncInput(remote=str(product_remote)), caller=caller))
+    assert pushed.pushed and len(pushed.committed) == count, pushed  # type: ignore[attr-defined]
+
+    # The floor's repository: the same files, the same commits (exported from the product's, untimed).
+    stream = git(root, "fast-export", "main")
+    floor_push_dir = env.scratch / "push"
+    floor_push_dir.mkdir()
+    for path in root.glob("*.md"):
+        if path.name != "MEMORY.md":
+            shutil.copy2(path, floor_push_dir / path.name)
+
+    def floor_push() -> None:
+        git(floor_push_dir, "init", "-q", "-b", "main")
+        git(floor_push_dir, "remote", "add", "origin", str(floor_remote))
+        git(floor_push_dir, "fast-import", "--quiet", stdin=stream + b"done\n")
+        git(floor_push_dir, "reset", "-q")
+        git(floor_push_dir, "fetch", "-q", "origin")
+        git(floor_push_dir, "push", "-q", "origin", "HEAD:refs/heads/main")
+
+    common.log("push: floor")
+    floor_push_s, _ = timed(floor_push)
+
+    # Another machine changes every memory and pushes; the floor's clone starts where the product's repository is.
+    floor_pull_dir = env.scratch / "pull"
+    git(env.scratch, "clone", "-q", str(product_remote), str(floor_pull_dir))
+    other = env.scratch / "other"
+    git(env.scratch, "clone", "-q", str(product_remote), str(other))
+    for path in sorted(other.glob("user_*.md")):
+        path.write_text(path.read_text() + "Changed on the other machine: " + " ".join(words.words(6)) + ".\n")
+    git(other, "commit", "-qam", "the other machine's changes")
+    git(other, "push", "-q", "origin", "main")
+
+    common.log("pull: product")
+    pull_s, pulled = timed(lambda: memory_sync(data=SyncInput(), caller=caller))
+    assert len(pulled.arrived) == count and len(pulled.reconciled) == count, pulled  # type: ignore[attr-defined]
+
+    def floor_pull() -> int:
+        before = git(floor_pull_dir, "rev-parse", "HEAD").strip()
+        git(floor_pull_dir, "fetch", "-q", "origin")
+        git(floor_pull_dir, "rebase", "-q", "--autostash", "origin/main")
+        return len(git(floor_pull_dir, "diff", "--name-only", before.decode(), "HEAD").split())
+
+    common.log("pull: floor")
+    floor_pull_s, floor_changed = timed(floor_pull)
+    assert floor_changed == count
+    push_ratio, pull_ratio = round(push_s / floor_push_s, 2), round(pull_s / floor_pull_s, 2)
+    return {
+        "bench": "sync_bench", "machine": common.machine(), "shape": {"memories": count},
+        "push": {"product_s": push_s, "floor_s": floor_push_s, "ratio": push_ratio,
+                 "commits": len(pushed.committed)},  # type: ignore[attr-defined]
+        "pull_and_reconcile": {"product_s": pull_s, "floor_s": floor_pull_s, "ratio": pull_ratio,
+                               "files": len(pulled.arrived),  # type: ignore[attr-defined]
+                               "sync_decisions": len(pulled.reconciled)},  # type: ignore[attr-defined]
+        "targets": {"push_within_3x_of_floor": push_ratio <= TARGET_RATIO,
+                    "pull_within_3x_of_floor": pull_ratio <= TARGET_RATIO},
+    }
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=20261204)
+    args = parser.parse_args()
+    common.worker_process("sync", lambda env: measure(env, args.memories, args.seed))
+
+
+if __name__ == "__main__":
+    main()
