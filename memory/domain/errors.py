@@ -125,7 +125,7 @@ class WorkspaceCopied(CompozyError):
     exit_code = 4
 
 
-class SyncFailed(MemoryError_):
+class SyncFailed(CompozyError):
     """`memory sync`: git (the system's, run as a subprocess) refused a step: no repository or remote yet, an
     unreachable remote, a push refused. What was already committed stays committed; nothing is lost."""
 
