@@ -82,3 +82,19 @@ def test_an_mcp_tool_call_gets_a_controller_timeout_error_while_the_database_is_
     assert error["code"] == "memory.controller.timeout", error
     ok, document = tool_document(listed)
     assert ok and [m["filename"] for m in document["memories"]] == ["project_first_fact.md"]
+
+
+def test_a_hook_while_the_database_is_held_exits_0_without_a_traceback_and_logs_controller_timeout(cli: Cli) -> None:
+    from tests.sessions.test_claude_code_hooks import Agent
+
+    agent = Agent(cli)
+    agent.write_transcript("phase1")
+    agent.hook("SessionStart")
+    with database_held(cli.home):
+        stopped = agent.cli("hook", "claude-code", "Stop", input=agent.payload("Stop"))
+    # A hook never blocks the agent nor prints a traceback at it, whatever the database is doing.
+    assert stopped.code == 0, stopped.stderr
+    assert "Traceback" not in stopped.stderr and "Traceback" not in stopped.stdout
+    logged = [entry for entry in agent.log() if entry.get("event") == "Stop"]
+    assert [entry["code"] for entry in logged] == ["memory.controller.timeout"], logged
+    assert all("Traceback" not in str(entry) for entry in agent.log())

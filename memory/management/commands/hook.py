@@ -14,10 +14,11 @@ import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand
+from django.db import OperationalError
 
 from compozy.command import ProductCommand
 from memory.domain.enums import Origin
-from memory.domain.errors import CompozyError
+from memory.domain.errors import CompozyError, environment_error
 from memory.services import hooks
 from memory.services.inputs import Caller
 
@@ -45,6 +46,13 @@ class Command(ProductCommand):
             code = "hook.event_unknown" if error.details.get("reason") == "usage" else error.code
             hooks.hook_failure_record(code=code, message=error.message, client=client, event=event)
         except BaseException as exc:  # noqa: BLE001 - a hook never breaks the agent; the failure is logged
+            # A database held by another process's write, or a full or read-only filesystem, is the environment,
+            # not a bug: logged under its stable code (memory.controller.timeout, memory.storage.*).
+            translated = environment_error(exc) if isinstance(exc, (OperationalError, OSError)) else None
+            if translated is not None:
+                hooks.hook_failure_record(code=translated.code, message=translated.message, client=client,
+                                          event=event)
+                return
             hooks.hook_failure_record(code="hook.internal", message=f"{type(exc).__name__}: {exc}", client=client,
                                       event=event)
 
