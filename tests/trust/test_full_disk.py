@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.crash_loop import fill
 from tests.conftest import Cli
 
 
@@ -33,20 +33,6 @@ def tmpfs(target: Path, size: str = "1m") -> Iterator[Path]:
         yield target
     finally:
         subprocess.run(["umount", "-l", str(target)], capture_output=True)
-
-
-def fill(directory: Path) -> Path:
-    """Write a filler file until the filesystem says it is full."""
-    filler = directory / "filler.bin"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for size in (65536, 4096, 512, 1):
-            with contextlib.suppress(OSError):
-                while os.write(fd, b"\0" * size):
-                    pass
-    finally:
-        os.close(fd)
-    return filler
 
 
 def new_checkout(path: Path) -> Path:
