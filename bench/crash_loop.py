@@ -338,6 +338,9 @@ def crash_loop(iterations: int, seed: int, base: Path, *, spawn: bool = False) -
             finish_reindex = False
             if summary and summary.get("error"):
                 refusals[f"{summary['op']}:{summary['error']}:{summary.get('reason')}"] += 1
+                # A refused reindex (the database held past the busy timeout) leaves its hand edit unrecorded,
+                # as a killed one does: the person reruns it.
+                finish_reindex = op == "reindex"
         else:
             errors.append({"iteration": iteration, "op": op, "step": step, "exit": code, "stderr": stderr[-600:]})
             finish_reindex = op == "reindex"
