@@ -66,6 +66,23 @@ def workspace_dir(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def ws(home: Path, workspace_dir: Path) -> Path:
+    """The workspace directory, already created as a workspace (its identity recorded, no memory written)."""
+    from tests.recall.helpers import ensure_workspace
+
+    ensure_workspace(workspace_dir)
+    return workspace_dir
+
+
+@pytest.fixture
+def memory_root(workspace_dir: Path) -> Path:
+    """The workspace's memory root, <workspace_dir>/.compozy/memory (it exists once something was written)."""
+    from tests.helpers import workspace_root
+
+    return workspace_root(workspace_dir)
+
+
 @dataclass
 class CliResult:
     code: int

@@ -11,6 +11,11 @@ from memory.services import catalog, decisions, memories
 from memory.services.inputs import Caller
 
 
+def workspace_root(workspace: Path) -> Path:
+    """A workspace's memory root: <workspace>/.compozy/memory."""
+    return workspace / ".compozy" / "memory"
+
+
 def caller(cwd: Path, origin: Origin = Origin.CLI, session_id: str | None = None) -> Caller:
     return Caller(origin=origin, cwd=cwd, session_id=session_id)
 

@@ -10,6 +10,8 @@ import sqlite3
 
 import pytest
 
+from tests.helpers import workspace_root
+
 
 def files(server) -> list[str]:
     return sorted(str(p.relative_to(server.workspace)) for p in server.workspace.rglob("*.md")
@@ -117,7 +119,7 @@ def test_a_chunked_request_body_is_read_and_bounded_by_the_same_limit(server):
     status, _headers, body = chunked(server, payload)
     assert status == 200, body
     assert json.loads(body)["decision"]["target_filename"] == "project_chunked.md"
-    assert (server.workspace / ".compozy" / "memory" / "project_chunked.md").is_file()
+    assert (workspace_root(server.workspace) / "project_chunked.md").is_file()
 
     before = (files(server), decisions(server))
     huge = json.dumps(write_body(server, "Huge", "x" * (1024 * 1024 + 10))).encode()

@@ -10,6 +10,7 @@ import httpx
 
 from bench.live import start_serve, stop_serve
 from tests.background.dreaming_helpers import SUBJECTS
+from tests.helpers import workspace_root
 
 QUERIES = ["staging production weekdays releases", "pytest xdist workers suite", "edge caches static assets hour",
            "billing invoices schema migrations", "reviewers blocking findings file references",
@@ -61,6 +62,6 @@ def test_the_cluster_schedule_dreams_after_agents_recall(tmp_path):
         shown = client.get(f"/api/memory/dreams/{run['id']}", params={"workspace": ws}).json()
         assert sorted(c["filename"] for c in shown["dream"]["candidates"]) == sorted(files)
         assert shown["decision"]["origin"] == "dreaming" and shown["decision"]["op"] == "add"
-        assert (workspace / ".compozy" / "memory" / shown["decision"]["target_filename"]).is_file()
+        assert (workspace_root(workspace) / shown["decision"]["target_filename"]).is_file()
     finally:
         stop_serve(server)

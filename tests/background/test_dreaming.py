@@ -35,15 +35,6 @@ from tests.sessions import helpers as ledger
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def ws(home, workspace_dir):
-    return workspace_dir
-
-
-def memory_root(ws):
-    return ws / ".compozy" / "memory"
-
-
 def ops(prefix: str = "memory.dream.") -> list[str]:
     return list(Event.objects.filter(op__startswith=prefix).order_by("id").values_list("op", flat=True))
 
@@ -215,7 +206,7 @@ def test_a_stale_lock_is_taken_over_with_an_event_and_its_run_marked_failed(ws):
 # --- a whole run ---------------------------------------------------------------------------------------------------
 
 
-def test_a_whole_run_writes_artifact_and_synthesis_through_the_controller_then_stamps(ws):
+def test_a_whole_run_writes_artifact_and_synthesis_through_the_controller_then_stamps(ws, memory_root):
     files = ready(ws)
     result = trigger(ws)
     run = result["dream"]
@@ -228,7 +219,7 @@ def test_a_whole_run_writes_artifact_and_synthesis_through_the_controller_then_s
     # the artifact, with every candidate and why it was chosen
     date = run["started_at"][:10]
     assert run["artifact"] == f"_system/dreaming/{date.replace('-', '')}-{run['id']}.md"
-    artifact = (memory_root(ws) / run["artifact"]).read_text()
+    artifact = (memory_root / run["artifact"]).read_text()
     for filename in files:
         assert f"`{filename}`" in artifact
     assert "0.30 frequency + 0.35 relevance" in artifact
@@ -236,7 +227,7 @@ def test_a_whole_run_writes_artifact_and_synthesis_through_the_controller_then_s
     # the synthesis: one project memory, through the controller with origin dreaming
     decision = Decision.objects.get(id=run["decision_id"])
     assert (decision.origin, decision.op, decision.applied_at is not None) == ("dreaming", "add", True)
-    synthesis = memory_root(ws) / decision.target_filename
+    synthesis = memory_root / decision.target_filename
     assert decision.target_filename == f"project_dreaming_synthesis_{date.replace('-', '_')}.md"
     text = synthesis.read_text()
     assert f"name: Dreaming synthesis {date}" in text and "## Project memories" in text
@@ -252,20 +243,20 @@ def test_a_whole_run_writes_artifact_and_synthesis_through_the_controller_then_s
     assert shown["decision"]["id"] == decision.id and shown["artifact_text"] == artifact
 
 
-def test_the_synthesis_groups_candidates_by_type(ws):
+def test_the_synthesis_groups_candidates_by_type(ws, memory_root):
     files = write_memories(ws, 3) + write_memories(ws, 3, memory_type="reference", start=3)
     for filename in files:
         signal(root_key(ws), filename)
     sessions(ws, 3)
     run = trigger(ws)["dream"]
-    text = (memory_root(ws) / Decision.objects.get(id=run["decision_id"]).target_filename).read_text()
+    text = (memory_root / Decision.objects.get(id=run["decision_id"]).target_filename).read_text()
     project, reference = text.index("## Project memories"), text.index("## Reference memories")
     assert project < reference
     assert all(project < text.index(f) < reference for f in files[:3])
     assert all(text.index(f) > reference for f in files[3:])
 
 
-def test_a_second_run_the_same_day_updates_the_synthesis_with_both_runs_candidates(ws):
+def test_a_second_run_the_same_day_updates_the_synthesis_with_both_runs_candidates(ws, memory_root):
     first_files = ready(ws)
     first = trigger(ws)["dream"]
     second_files = write_memories(ws, 6, start=8)
@@ -273,7 +264,7 @@ def test_a_second_run_the_same_day_updates_the_synthesis_with_both_runs_candidat
         signal(root_key(ws), filename)
     second = trigger(ws, force=True)["dream"]
     assert second["status"] == "completed" and second["decision_op"] == "update"
-    text = (memory_root(ws) / second["synthesis_filename"]).read_text()
+    text = (memory_root / second["synthesis_filename"]).read_text()
     for filename in first_files + second_files:
         assert f"`{filename}`" in text
     assert second["synthesis_filename"] == first["synthesis_filename"]
@@ -293,7 +284,7 @@ def test_the_controller_deciding_noop_completes_the_run_without_stamping(ws, mon
 
 
 @pytest.mark.parametrize("step", DREAM_STEPS)
-def test_a_failure_at_each_step_leaves_nothing_stamped(ws, monkeypatch, step):
+def test_a_failure_at_each_step_leaves_nothing_stamped(ws, monkeypatch, step, memory_root):
     ready(ws)
     monkeypatch.setenv("COMPOZY_FAULT_RAISE", step)
     run = trigger(ws)["dream"]
@@ -303,7 +294,7 @@ def test_a_failure_at_each_step_leaves_nothing_stamped(ws, monkeypatch, step):
     assert stamped() == []
     assert not DreamLock.objects.exists()
     assert ops() == ["memory.dream.run.started", "memory.dream.run.failed"]
-    record = json.loads((memory_root(ws) / "_system" / "dreaming" / "failures" / f"{run['id']}.json").read_text())
+    record = json.loads((memory_root / "_system" / "dreaming" / "failures" / f"{run['id']}.json").read_text())
     assert record["step"] == name and record["status"] == "failed"
     if step == "dream_stamp":
         # The decision was durable before the failure: the memory exists, the signals stay unstamped.
@@ -370,10 +361,10 @@ def test_force_skips_time_and_sessions_but_never_the_lock_or_the_signal(ws):
 # --- the artifact stays out of prompts and search ------------------------------------------------------------------
 
 
-def test_the_artifact_is_never_in_a_snapshot_or_a_search_result(ws):
+def test_the_artifact_is_never_in_a_snapshot_or_a_search_result(ws, memory_root):
     ready(ws)
     run = trigger(ws)["dream"]
-    assert (memory_root(ws) / run["artifact"]).is_file()
+    assert (memory_root / run["artifact"]).is_file()
     caller = Caller(origin=Origin.TOOL, cwd=ws, session_id="after")
     # Words only the artifact holds: its candidates table header.
     query = "frequency relevance recency freshness recalls"

@@ -12,6 +12,7 @@ import pytest
 
 from bench.live import LiveServe, start_serve, stop_serve
 from memory.controller.watch import Debouncer, watched_name
+from tests.helpers import workspace_root
 
 
 def test_the_debouncer_makes_one_item_of_a_burst_and_waits_for_quiet():
@@ -102,7 +103,7 @@ def test_hand_edits_new_files_and_deletions_become_file_decisions_under_a_live_s
     server, workspace = live(tmp_path)
     try:
         filename = api_write(server, workspace, "Deploy Pipeline", "Releases pass staging first.")
-        root = workspace / ".compozy" / "memory"
+        root = workspace_root(workspace)
         path = root / filename
 
         edited = path.read_text().replace("Releases pass staging first.", "Releases pass staging, then canary.")
@@ -148,7 +149,7 @@ def test_the_polling_fallback_records_a_hand_edit(tmp_path):
     server, workspace = live(tmp_path, "[memory.watch]\nbackend = \"polling\"\n")
     try:
         filename = api_write(server, workspace, "Queue Retries", "Workers retry three times.")
-        path = workspace / ".compozy" / "memory" / filename
+        path = workspace_root(workspace) / filename
         edited = path.read_text().replace("three times", "five times")
         path.write_text(edited)
         (op, origin, post) = wait_for(server.home, filename, 2)[1]

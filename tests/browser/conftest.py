@@ -22,6 +22,7 @@ import pytest
 
 from bench.live import start_serve, stop_serve
 from tests.conftest import REPO, Cli
+from tests.helpers import workspace_root
 
 # Playwright's sync API runs an event loop in this thread; Django refuses ORM calls from such a thread otherwise.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -54,7 +55,7 @@ class Server:
 
     @property
     def memory_dir(self) -> Path:
-        return self.workspace_dir / ".compozy" / "memory"
+        return workspace_root(self.workspace_dir)
 
     def write(self, name: str, description: str, content: str, memory_type: str = "project") -> dict:
         """Write a memory with the real CLI (cwd = the workspace, same COMPOZY_HOME as the server)."""

@@ -58,9 +58,9 @@ def test_incremental_indexing_and_a_full_reindex_produce_identical_rows(ws):
     assert len(fts_before[0]) == 2
 
 
-def test_health_reports_drift_both_ways_and_reindex_repairs_it(ws):
+def test_health_reports_drift_both_ways_and_reindex_repairs_it(ws, memory_root):
     assert h.health(ws)["status"] == "ok"
-    memory_dir = ws / ".compozy" / "memory"
+    memory_dir = memory_root
     # A row without a file:
     (memory_dir / "project_zebra_crossing.md").unlink()
     # A file without a row (copied in by hand):
@@ -80,8 +80,8 @@ def test_health_reports_drift_both_ways_and_reindex_repairs_it(ws):
     assert "project_handmade.md" in index and "project_zebra_crossing.md" not in index
 
 
-def test_a_hand_edit_becomes_a_file_origin_decision_whose_prior_content_comes_from_the_log(ws):
-    path = ws / ".compozy" / "memory" / "project_zebra_crossing.md"
+def test_a_hand_edit_becomes_a_file_origin_decision_whose_prior_content_comes_from_the_log(ws, memory_root):
+    path = memory_root / "project_zebra_crossing.md"
     original = path.read_text()
     path.write_text(original.replace("near the office", "behind the station"))
     report = h.reindex(ws)
@@ -102,8 +102,8 @@ def test_a_hand_edit_becomes_a_file_origin_decision_whose_prior_content_comes_fr
     assert [d["origin"] for d in events] == ["file", "file", "cli"]
 
 
-def test_a_hand_edit_before_a_write_is_recorded_before_the_write(ws):
-    path = ws / ".compozy" / "memory" / "project_zebra_crossing.md"
+def test_a_hand_edit_before_a_write_is_recorded_before_the_write(ws, memory_root):
+    path = memory_root / "project_zebra_crossing.md"
     path.write_text(path.read_text().replace("near the office", "by the river"))
     edited = path.read_text()
     result = h.write(ws, name="Zebra Crossing", content="The zebra crossing moved to the park.")
@@ -112,10 +112,10 @@ def test_a_hand_edit_before_a_write_is_recorded_before_the_write(ws):
     assert Decision.objects.filter(origin="file").count() == 1
 
 
-def test_a_symlink_pointing_outside_the_root_is_refused_everywhere(ws, tmp_path):
+def test_a_symlink_pointing_outside_the_root_is_refused_everywhere(ws, tmp_path, memory_root):
     outside = tmp_path / "outside.md"
     outside.write_text("---\nname: X\ndescription: Y\ntype: project\nscope: workspace\n---\n\nsecret\n")
-    link = ws / ".compozy" / "memory" / "project_link.md"
+    link = memory_root / "project_link.md"
     os.symlink(outside, link)
     from memory.domain.errors import ValidationError
 
@@ -133,9 +133,10 @@ def test_a_symlink_pointing_outside_the_root_is_refused_everywhere(ws, tmp_path)
     assert not CatalogEntry.objects.filter(filename="project_link.md").exists()
 
 
-def test_a_file_already_listed_in_memory_md_is_not_listed_twice_when_its_hand_edit_is_recorded(home, workspace_dir):
+def test_a_file_already_listed_in_memory_md_is_not_listed_twice_when_its_hand_edit_is_recorded(
+        home, workspace_dir, memory_root):
     h.write(workspace_dir, name="Seed", content="Creates the workspace and its index.")
-    memory_dir = workspace_dir / ".compozy" / "memory"
+    memory_dir = memory_root
     text = ("---\nname: Carried Over\ndescription: From an earlier database\ntype: project\nscope: workspace\n---\n\n"
             "Written before this database existed.\n")
     (memory_dir / "project_carried_over.md").write_text(text)
@@ -152,8 +153,8 @@ def test_a_file_already_listed_in_memory_md_is_not_listed_twice_when_its_hand_ed
     "name: Bad tier\ndescription: d\ntype: project\nscope: agent\nagent: reviewer",
     "name: Bad type\ndescription: d\ntype: nonsense\nscope: workspace",
 ])
-def test_a_file_with_invalid_frontmatter_is_reported_and_never_stops_reindex_or_health(ws, frontmatter):
-    (ws / ".compozy" / "memory" / "project_broken.md").write_text(f"---\n{frontmatter}\n---\nBody.\n")
+def test_a_file_with_invalid_frontmatter_is_reported_and_never_stops_reindex_or_health(ws, frontmatter, memory_root):
+    (memory_root / "project_broken.md").write_text(f"---\n{frontmatter}\n---\nBody.\n")
     h.write(ws, name="Later Write", content="A write after the broken file appeared.")
     report = h.reindex(ws)
     assert [item["filename"] for item in report["invalid"]] == ["project_broken.md"]

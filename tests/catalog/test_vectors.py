@@ -44,11 +44,6 @@ def filled(report) -> int:
     return sum(root["vectors_filled"] for root in report["roots"])
 
 
-@pytest.fixture
-def ws(home, workspace_dir):
-    return workspace_dir
-
-
 def test_a_write_stores_a_vector_of_each_chunk_with_its_model(ws):
     filename = h.write(ws, name="Backups", content=long_body())["decision"]["target_filename"]
     rows = chunks(filename)

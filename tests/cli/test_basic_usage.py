@@ -6,7 +6,7 @@ import sys
 from tests.conftest import REPO
 
 
-def test_basic_usage_examples_write_list_and_show(cli):
+def test_basic_usage_examples_write_list_and_show(cli, memory_root):
     first = cli("memory", "write", "--scope", "global", "--type", "user", "--name", "Review Style",
                 "--description", "User wants concise review findings with file references first",
                 "--content", "Put blocking findings first. Cite file paths and symbols.", "-o", "json")
@@ -31,7 +31,7 @@ def test_basic_usage_examples_write_list_and_show(cli):
 
     shown = cli("memory", "show", "project_runtime_docs_location.md", "--scope", "workspace", "-o", "json").json
     assert shown["memory"]["content"] == "Runtime docs are authored under `packages/site/content/runtime/`."
-    assert (cli.cwd / ".compozy" / "memory" / "project_runtime_docs_location.md").is_file()
+    assert (memory_root / "project_runtime_docs_location.md").is_file()
     assert (cli.home / "memory" / "user_review_style.md").is_file()
     assert (cli.home / "agents" / "reviewer" / "memory" / "feedback_reviewer_tone.md").is_file()
 

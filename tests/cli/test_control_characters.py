@@ -10,16 +10,11 @@ import pytest
 
 from memory.domain.errors import Rejected
 from tests import helpers as h
+from tests.helpers import workspace_root
 from tests.inspector.test_pages import signed_in_client
 from tests.recall import helpers as r
 
 RAW = ("\x00", "\x1b", "\x07", "\x9b", "\u202e")
-
-
-@pytest.fixture
-def ws(home, workspace_dir):
-    r.ensure_workspace(workspace_dir)
-    return workspace_dir
 
 
 @pytest.mark.django_db
@@ -53,7 +48,7 @@ def test_the_cli_refuses_a_control_character_with_exit_5_and_the_rule_id(cli):
 def place_old_file(workspace_dir):
     """A file placed by hand (never scanned) whose header (YAML escapes) and body carry control characters. (A
     bidirectional or other hidden character would make it invalid: tests/domain/test_invisible_characters.py.)"""
-    path = workspace_dir / ".compozy" / "memory" / "project_old_notes.md"
+    path = workspace_root(workspace_dir) / "project_old_notes.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('---\nname: "Old \\e[2Jnotes"\ndescription: "Rings \\a and \\x9b hides"\ntype: project\n'
                     "scope: workspace\n---\n\nThe deploy \x1b]0;pwned\x07 script\x00 lives in ops/ exe.txt\n",

@@ -5,11 +5,11 @@ overwritten."""
 from __future__ import annotations
 
 
-def test_a_hand_written_file_whose_type_differs_from_its_filename_prefix_is_invalid(cli):
+def test_a_hand_written_file_whose_type_differs_from_its_filename_prefix_is_invalid(cli, memory_root):
     made = cli("memory", "write", "--type", "user", "--name", "Tabs", "--description", "indentation",
                "--content", "The user indents with zqtabs.", "--scope", "workspace")
     assert made.code == 0, made.stderr
-    root = cli.cwd / ".compozy" / "memory"
+    root = memory_root
     good = (root / "user_tabs.md").read_text()
     (root / "user_tabs.md").write_text(good.replace("type: user", "type: project"))
     (root / "user_planted.md").write_text(good.replace("type: user", "type: project")

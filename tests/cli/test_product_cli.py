@@ -16,6 +16,7 @@ import pytest
 from memory.domain import errors
 from memory.verbs import INCOMPLETE_EXIT
 from tests.conftest import COMPOZY, REPO
+from tests.helpers import workspace_root
 
 
 def test_the_help_lists_the_products_commands_and_none_of_djangos(cli):
@@ -62,7 +63,7 @@ def test_an_error_names_the_field_and_the_cli_adds_its_flag(cli):
 
 def _seed_many(cli, count: int) -> None:
     """Memories written straight to disk and indexed by one reindex: quicker than a process per write."""
-    root = cli.cwd / ".compozy" / "memory"
+    root = workspace_root(cli.cwd)
     root.mkdir(parents=True)
     (cli.cwd / ".compozy" / "workspace.toml").write_text(
         'workspace_id = "01HXJ9YR4Q0000000000000000"\ncreated_at = "2026-05-04T14:30:00Z"\n'

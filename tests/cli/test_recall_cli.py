@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from tests.recall.helpers import put, workspace_root
+from tests.recall.helpers import put
 
 
 def write(cli, name, description, body, *extra):
@@ -39,12 +39,12 @@ def test_search_json_has_the_documented_shape(cli):
     assert "Runtime Docs" in document["recall"]["blocks"][0]
 
 
-def test_search_top_k_and_include_system_flags(cli):
+def test_search_top_k_and_include_system_flags(cli, memory_root):
     seed(cli)
     for index, word in enumerate(("alpha", "bravo", "charlie")):
-        put(workspace_root(cli.cwd), f"reference_queue_{word}.md", name=f"Queue {word}",
+        put(memory_root, f"reference_queue_{word}.md", name=f"Queue {word}",
             body=f"The worker queue retries batch {word}{index}.")
-    put(workspace_root(cli.cwd), "_system/dreaming/project_dream_notes.md", name="Dream notes",
+    put(memory_root, "_system/dreaming/project_dream_notes.md", name="Dream notes",
         body="Worker queue zanzibar quokka dream.")
     assert cli("memory", "reindex", "--include-system", "-o", "json").code == 0
     one = cli("memory", "search", "worker queue retries", "--top-k", "1", "-o", "json").json

@@ -30,11 +30,11 @@ def test_content_comes_from_text_a_file_or_stdin(cli, tmp_path):
     assert show["memory"]["content"] == "Piped through standard input."
 
 
-def test_dry_run_decides_without_writing(cli):
+def test_dry_run_decides_without_writing(cli, memory_root):
     result = write(cli, "Dry Run", "Nothing lands on disk.", "--dry-run")
     assert result["dry_run"] is True and result["applied"] is False
     assert result["decision"]["op"] == "add"
-    assert not (cli.cwd / ".compozy" / "memory" / "project_dry_run.md").exists()
+    assert not (memory_root / "project_dry_run.md").exists()
     assert cli("memory", "decisions", "list", "-o", "json").json["decisions"] == []
 
 

@@ -4,10 +4,10 @@ the next process to start (or write) removes it, as replay removes the temp file
 from __future__ import annotations
 
 
-def test_a_reserved_file_of_a_writer_killed_before_its_decision_is_removed_by_the_next_process(cli):
+def test_a_reserved_file_of_a_writer_killed_before_its_decision_is_removed_by_the_next_process(cli, memory_root):
     written = cli("memory", "write", "--type", "project", "--name", "Kept", "--description", "d", "--content", "Kept.")
     assert written.code == 0, written.stderr
-    root = cli.cwd / ".compozy" / "memory"
+    root = memory_root
     # What the killed writer left: its reserved temp copy and the marker naming the root.
     orphan = root / ".project_lost.md.4242.deadbeef.compozy-tmp"
     orphan.write_text("---\nname: Lost\n---\n")
@@ -20,8 +20,8 @@ def test_a_reserved_file_of_a_writer_killed_before_its_decision_is_removed_by_th
     assert [m["filename"] for m in listed.json["memories"]] == ["project_kept.md"]
 
 
-def test_no_marker_is_left_after_a_write(cli):
+def test_no_marker_is_left_after_a_write(cli, memory_root):
     assert cli("memory", "write", "--type", "project", "--name", "One", "--description", "d",
                "--content", "One.").code == 0
     assert not (cli.home / "run" / "reservation").exists()
-    assert not list((cli.cwd / ".compozy" / "memory").glob("*.compozy-tmp"))
+    assert not list((memory_root).glob("*.compozy-tmp"))

@@ -15,6 +15,7 @@ from memory.domain.models import utc_now
 from memory.models import Decision, Event, PrunedDecision
 from memory.services.decisions import PruneInput, decision_prune
 from tests import helpers as h
+from tests.helpers import workspace_root
 
 pytestmark = pytest.mark.django_db
 
@@ -83,7 +84,7 @@ def test_retention_keeps_each_existing_files_latest_decision_and_every_unapplied
 def test_the_controller_still_finds_what_it_needs_after_pruning(history):
     ws = history["ws"]
     prune(ws)
-    path = ws / ".compozy" / "memory" / "project_build_tool.md"
+    path = workspace_root(ws) / "project_build_tool.md"
     before = path.read_text()
     # A hand edit's prior content comes from the kept latest decision.
     path.write_text(before.replace("tool number 3", "tool number 4"))

@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 from tests.conftest import REPO
+from tests.helpers import workspace_root
 
 sys.path.insert(0, str(REPO / "bench"))
 
@@ -65,7 +66,7 @@ def test_the_invariant_check_would_catch_a_lost_write(tmp_path):
                           cwd=workspace, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     written = json.loads(done.stdout.splitlines()[-1])
-    root = workspace / ".compozy" / "memory" if (workspace / ".compozy" / "memory").is_dir() else home / "memory"
+    root = workspace_root(workspace) if (workspace_root(workspace)).is_dir() else home / "memory"
     from tests.crash.invariants import violations
 
     assert violations(home) == []

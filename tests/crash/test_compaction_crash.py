@@ -26,7 +26,7 @@ def checkpoint_decisions(cli: Cli) -> list[dict]:
     return listed.json["decisions"]
 
 
-def test_a_compaction_killed_after_its_coverage_commit_is_finished_by_the_next_run(cli):
+def test_a_compaction_killed_after_its_coverage_commit_is_finished_by_the_next_run(cli, memory_root):
     assert "after_coverage_commit" in SESSION_STEPS
     assert cli("session", "start", "--session", "crash-1", "--context-window", str(WINDOW)).code == 0
     turns = []
@@ -58,7 +58,7 @@ def test_a_compaction_killed_after_its_coverage_commit_is_finished_by_the_next_r
     assert [(c["from_seq"], c["to_seq"]) for c in shown["coverage"]] == [(1, 6)]
     summaries = checkpoint_decisions(cli)
     assert len(summaries) == 1
-    checkpoint = cli.cwd / ".compozy" / "memory" / "project_checkpoint_summary.md"
+    checkpoint = memory_root / "project_checkpoint_summary.md"
     written = checkpoint.read_bytes()
 
     # The next compaction run finishes the archive and asks for no second summary.

@@ -23,6 +23,7 @@ from typing import Any
 from tests.conftest import Cli
 from tests.crash import invariants
 from tests.crash.invariants import query
+from tests.helpers import workspace_root
 
 WRITER = Path(__file__).resolve().parent / "writer.py"
 PER_WRITER = 200
@@ -184,7 +185,7 @@ def test_four_processes_writing_200_memories_each_into_one_workspace_lose_and_du
     written = assert_writers_succeeded(outputs)
     expected = set().union(*written.values())
     assert len(expected) == 4 * PER_WRITER
-    root = workspace / ".compozy" / "memory"
+    root = workspace_root(workspace)
     assert_root_consistent(home, root, f"workspace:{workspace_id(workspace)}", expected, "project_*.md")
     assert_decisions_and_events(home, 4 * PER_WRITER)
     assert_files_match_their_decisions(home, {f"workspace:{workspace_id(workspace)}": root})

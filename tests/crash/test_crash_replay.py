@@ -24,6 +24,7 @@ import yaml
 from memory.controller.faults import FAULT_EXIT_CODE, STEPS
 from tests.conftest import REPO, Cli, CliResult
 from tests.crash import invariants
+from tests.helpers import workspace_root
 
 WRITER = Path(__file__).resolve().parent / "writer.py"
 
@@ -79,7 +80,7 @@ class Run:
 
     @property
     def root(self) -> Path:
-        return self.workspace / ".compozy" / "memory"
+        return workspace_root(self.workspace)
 
     @property
     def db(self) -> Path:

@@ -54,7 +54,7 @@ def test_a_stager_killed_before_its_rename_leaves_nothing_a_drain_takes(cli):
     assert decisions(cli.home) == []
 
 
-def test_a_drain_killed_by_sigkill_is_finished_on_restart_with_nothing_lost_or_decided_twice(cli):
+def test_a_drain_killed_by_sigkill_is_finished_on_restart_with_nothing_lost_or_decided_twice(cli, memory_root):
     staged = summary(child(cli, *stage_args()))
     assert staged["candidates"] == len(TEXTS)
 
@@ -73,7 +73,7 @@ def test_a_drain_killed_by_sigkill_is_finished_on_restart_with_nothing_lost_or_d
     assert {row[1] for row in rows} == {"add"} and {row[3] for row in rows} == {"extractor"}
     assert inbox_names(cli.home) == []
     files = sorted(p.name for p in (cli.home / "memory").glob("*.md")) + \
-        sorted(p.name for p in (cli.cwd / ".compozy" / "memory").glob("*.md"))
+        sorted(p.name for p in (memory_root).glob("*.md"))
     assert sorted(row[2] for row in rows) == sorted(f for f in files if f != "MEMORY.md")
 
     again = summary(child(cli, "drain"))

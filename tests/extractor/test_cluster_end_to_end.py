@@ -13,7 +13,7 @@ from bench.live import running_cluster
 DEADLINE_S = 120
 
 
-def test_a_sessions_turns_become_a_memory_through_a_real_cluster(cli, tmp_path):
+def test_a_sessions_turns_become_a_memory_through_a_real_cluster(cli, tmp_path, memory_root):
     log = tmp_path / "qcluster.log"
     with running_cluster(cli.cwd, cli.env(), log) as alive:
         assert cli("session", "start", "--session", "sess-e2e").code == 0
@@ -24,7 +24,7 @@ def test_a_sessions_turns_become_a_memory_through_a_real_cluster(cli, tmp_path):
                        input="\n".join(json.dumps(row) for row in rows).encode())
         assert appended.code == 0, appended.stderr
         memory = cli.home / "memory" / "user_editor.md"
-        project = cli.cwd / ".compozy" / "memory" / "project_tool_for_package_management.md"
+        project = memory_root / "project_tool_for_package_management.md"
         deadline = time.monotonic() + DEADLINE_S
         while not (memory.is_file() and project.is_file()) and time.monotonic() < deadline:
             alive()

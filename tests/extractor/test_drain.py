@@ -22,6 +22,7 @@ from memory.models import Decision
 from memory.services.inputs import Caller
 from memory.services.resolution import resolve_workspace
 from tests import helpers as h
+from tests.helpers import workspace_root
 
 pytestmark = pytest.mark.django_db
 
@@ -71,7 +72,7 @@ def test_the_drain_submits_every_candidate_as_the_extractor_and_empties_the_inbo
     user_file = global_root(home) / "user_editor.md"
     text = user_file.read_text()
     assert "source_actor: extractor" in text and "- sess-a" in text and "My editor is helix." in text
-    assert (ws.directory / ".compozy" / "memory" / "project_tool_for_package_management.md").is_file()
+    assert (workspace_root(ws.directory) / "project_tool_for_package_management.md").is_file()
     assert inbox.inbox_files(global_root(home)) == []
 
 
@@ -91,7 +92,7 @@ def test_a_correction_updates_the_same_memory_through_the_entity_slot(ws, home):
     report = drain_inbox(load_config())
     [correction] = report.candidates
     assert correction.op == "update"
-    memories = ws.directory / ".compozy" / "memory"
+    memories = workspace_root(ws.directory)
     assert sorted(p.name for p in memories.glob("reference_*.md")) == ["reference_staging_database.md"]
     assert "port 5433" in (memories / "reference_staging_database.md").read_text()
     decision = Decision.objects.get(id=correction.decision_id)
@@ -260,7 +261,7 @@ def test_a_fact_about_another_subject_is_a_new_memory_not_an_update_of_the_same_
     report = drain_inbox(load_config())
     [candidate] = report.candidates
     assert candidate.op == "add", Decision.objects.get(id=candidate.decision_id).rule_trace
-    memories = ws.directory / ".compozy" / "memory"
+    memories = workspace_root(ws.directory)
     texts = [p.read_text() for p in memories.glob("reference_*.md")]
     assert any("staging database listens on port 6543" in text for text in texts)
     assert any("test database listens on port 6543" in text for text in texts)

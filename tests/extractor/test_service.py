@@ -15,6 +15,7 @@ from memory.services import extractor as svc
 from memory.services.inputs import Caller
 from memory.services.resolution import resolve_workspace
 from memory.store.workspace import create_identity
+from tests.helpers import workspace_root
 
 pytestmark = pytest.mark.django_db
 CALLER = Caller(origin=Origin.CLI)
@@ -84,7 +85,7 @@ def test_replaying_a_dead_letter_drains_it_and_removes_it_and_a_second_replay_fi
     replayed = svc.extractor_replay(data=svc.ReplayInput(failure=name), caller=CALLER)
     assert replayed.replayed is True and replayed.stage == "resolve"
     assert [(c.op, c.applied) for c in replayed.drain.candidates] == [("add", False), ("add", True)]
-    assert (elsewhere / ".compozy" / "memory" / "project_ci.md").is_file()
+    assert (workspace_root(elsewhere) / "project_ci.md").is_file()
     assert Decision.objects.count() == 2
     assert svc.extractor_failure_list(data=svc.FailureListInput(), caller=CALLER).total == 0
     with pytest.raises(NotFound):

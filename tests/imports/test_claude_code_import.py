@@ -8,6 +8,7 @@ import json
 import pytest
 
 from tests.conftest import Cli
+from tests.helpers import workspace_root
 from tests.imports.claude_folder import SESSION_A, SESSION_B, build, memory_file, snapshot_of
 
 
@@ -213,7 +214,7 @@ def test_imported_sessions_go_through_the_extractor_and_the_checkpoint_as_if_the
     result = cli("import", "claude-code", "--claude-dir", str(folder.root), "--sessions", "-o", "json",
                  COMPOZY_Q_SYNC="1")
     assert result.code == 0, result.stderr
-    checkpoint = folder.alpha / ".compozy" / "memory" / "project_checkpoint_summary.md"
+    checkpoint = workspace_root(folder.alpha) / "project_checkpoint_summary.md"
     assert checkpoint.is_file()
     assert "health" in checkpoint.read_text().lower()  # the later session's work reached it
     status = cli("memory", "extractor", "status", "-o", "json", cwd=folder.alpha)

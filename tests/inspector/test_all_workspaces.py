@@ -13,6 +13,7 @@ from memory.domain.errors import NotFound, ScopeInvalid, ValidationError
 from memory.services import catalog, decisions, events, memories
 from memory.services.inputs import Caller
 from tests import helpers as h
+from tests.helpers import workspace_root
 from tests.recall import helpers as r
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +63,7 @@ def test_all_workspaces_is_refused_with_a_workspace_and_to_an_agent(two):
 
 def test_health_of_the_whole_home_has_a_row_per_workspace_and_counts_every_root(two):
     (alpha_dir, alpha), (beta_dir, beta) = two["alpha"], two["beta"]
-    (beta_dir / ".compozy" / "memory" / "project_hand_written.md").write_text(
+    (workspace_root(beta_dir) / "project_hand_written.md").write_text(
         "---\nname: Hand written\ndescription: Added by hand\ntype: project\nscope: workspace\n---\nBy hand.\n")
     health = catalog.health_get(data=catalog.HealthInput.parse({"all_workspaces": True}), caller=NOWHERE).to_json()
     assert health["all_workspaces"] is True
@@ -102,7 +103,7 @@ def test_a_decision_is_found_by_its_id_alone_across_workspaces_and_reverted_ther
     reverted = decisions.decision_revert(
         data=decisions.RevertInput.parse({"decision_id": decision_id, "all_workspaces": True}), caller=NOWHERE)
     assert (reverted.decision.op, reverted.reverted) == ("delete", True)
-    assert not (beta_dir / ".compozy" / "memory" / "project_beta_runbook.md").exists()
+    assert not (workspace_root(beta_dir) / "project_beta_runbook.md").exists()
 
 
 def test_decision_and_event_lists_across_workspaces_hold_both_and_one_workspace_holds_its_own(two):

@@ -19,6 +19,7 @@ from memory.domain.errors import Rejected
 from memory.models import Event, Job, RecallSignal
 from memory.services import jobs
 from tests import helpers as h
+from tests.helpers import workspace_root
 from tests.recall import helpers as r
 
 pytestmark = pytest.mark.django_db
@@ -52,7 +53,7 @@ def browser(ws) -> Client:
 
 
 def memory_file(workspace_dir: Path, filename: str) -> Path:
-    return workspace_dir / ".compozy" / "memory" / filename
+    return workspace_root(workspace_dir) / filename
 
 
 def page_text(response) -> str:

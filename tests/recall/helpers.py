@@ -47,10 +47,6 @@ def events(op: str) -> list[Event]:
 
 # --- roots on disk ---------------------------------------------------------------------------------------------
 
-def workspace_root(ws: Path) -> Path:
-    return ws / ".compozy" / "memory"
-
-
 def global_root(home: Path) -> Path:
     return home / "memory"
 

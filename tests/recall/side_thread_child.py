@@ -74,7 +74,7 @@ def main(home: Path, workspace: Path) -> dict[str, object]:
     connection_created.connect(opened)
 
     rh.ensure_workspace(workspace)
-    root = rh.workspace_root(workspace)
+    root = h.workspace_root(workspace)
     # Memories in sessions (session context), and some in the global root under the same filenames (shadowing,
     # and the path with several roots holding memories).
     for index in range(48):

@@ -19,12 +19,6 @@ from tests.recall import helpers as r
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def ws(home, workspace_dir):
-    r.ensure_workspace(workspace_dir)
-    return workspace_dir
-
-
 def workspace_root_key() -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT root_key FROM memory_catalog_entries WHERE root_key LIKE 'workspace:%'")
@@ -53,7 +47,7 @@ def classify(word: str) -> tuple[set[str], set[str], set[str], set[str]]:
         return pipeline.classify_terms(cursor, parse_query(word), current_generation())
 
 
-def test_the_vector_matrix_follows_every_write_edit_delete_revert_and_reindex(ws):
+def test_the_vector_matrix_follows_every_write_edit_delete_revert_and_reindex(ws, memory_root):
     first = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]
     root_key = workspace_root_key()
     assert_matrix_is_current(root_key)
@@ -66,7 +60,7 @@ def test_the_vector_matrix_follows_every_write_edit_delete_revert_and_reindex(ws
     h.delete(ws, filename=second["target_filename"])
     assert_matrix_is_current(root_key)
     # A hand edit taken in by reindex, then a rebuild that derives every row again.
-    path = ws / ".compozy" / "memory" / first["target_filename"]
+    path = memory_root / first["target_filename"]
     path.write_text(path.read_text("utf-8").replace("Backups run nightly", "Snapshots are taken hourly"), "utf-8")
     h.reindex(ws)
     assert_matrix_is_current(root_key)
@@ -74,7 +68,7 @@ def test_the_vector_matrix_follows_every_write_edit_delete_revert_and_reindex(ws
     assert_matrix_is_current(root_key)
 
 
-def test_term_counts_are_taken_again_after_a_write_an_edit_a_delete_and_a_reindex(ws):
+def test_term_counts_are_taken_again_after_a_write_an_edit_a_delete_and_a_reindex(ws, memory_root):
     # "zebrafish" is unseen (no memory holds the word), then rare once one does, and unseen again when it goes.
     assert classify("zebrafish")[2] == {"zebrafish"}
     filename = h.write(ws, name="Lab", content="The zebrafish tanks are cleaned on Mondays.")["decision"][
@@ -83,7 +77,7 @@ def test_term_counts_are_taken_again_after_a_write_an_edit_a_delete_and_a_reinde
     assert (common, rare, unseen, unfound) == (set(), {"zebrafish"}, set(), set())
     h.edit(ws, filename=filename, content="The tanks are cleaned on Mondays.")
     assert classify("zebrafish")[2] == {"zebrafish"}
-    path = ws / ".compozy" / "memory" / filename
+    path = memory_root / filename
     path.write_text(path.read_text("utf-8").replace("The tanks", "The zebrafish tanks"), "utf-8")
     h.reindex(ws)
     assert classify("zebrafish")[2] == set()
@@ -127,7 +121,7 @@ def assert_owners_are_current(root_keys: list[str]) -> None:
             assert served == owners_from_database(root_keys, include_system)
 
 
-def test_the_chunk_owners_follow_every_write_edit_delete_revert_and_reindex(ws, home, tmp_path):
+def test_the_chunk_owners_follow_every_write_edit_delete_revert_and_reindex(ws, home, tmp_path, memory_root):
     first = h.write(ws, name="Backups", content="Backups run nightly from the standby.")["decision"]
     root_key = workspace_root_key()
     roots = ["global", root_key]
@@ -149,7 +143,7 @@ def test_the_chunk_owners_follow_every_write_edit_delete_revert_and_reindex(ws, 
     h.reindex(ws, rebuild=True)
     assert_owners_are_current(roots)
     # A system file's chunks belong to the root but are visible only with include_system.
-    r.put(r.workspace_root(ws), "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
+    r.put(h.memory_root, "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
           body="Consolidation notes from the nightly dream.")
     h.reindex(ws, include_system=True)
     assert_owners_are_current(roots)
@@ -188,10 +182,10 @@ def test_the_roots_holding_memories_follow_writes_and_leave_out_system_files(ws,
     assert holding(roots) == roots
 
 
-def test_rows_kept_per_generation_carry_the_current_recall_signal_and_equal_a_fresh_read(ws):
+def test_rows_kept_per_generation_carry_the_current_recall_signal_and_equal_a_fresh_read(ws, memory_root):
     from memory.catalog import fts
 
-    root = r.workspace_root(ws)
+    root = h.memory_root
     for index in range(3):
         r.put(root, f"project_row_{index}.md", name=f"Row {index}", body=f"Kept rows {index} answer again.")
     h.reindex(ws)

@@ -35,15 +35,9 @@ LIBRARY = {
 }
 
 
-@pytest.fixture
-def ws(home, workspace_dir):
-    r.ensure_workspace(workspace_dir)
-    return workspace_dir
-
-
 def put_library(ws, library=LIBRARY):
     for filename, (name, description, body) in library.items():
-        r.put(r.workspace_root(ws), filename, name=name, description=description, body=body)
+        r.put(h.workspace_root(ws), filename, name=name, description=description, body=body)
     h.reindex(ws)
 
 
@@ -212,9 +206,9 @@ def test_top_k_defaults_to_five_and_is_clamped_to_twenty(ws):
     assert r.events("memory.recall.executed")[-1].metadata["top_k"] == 20
 
 
-def test_system_files_are_excluded_unless_include_system(ws):
+def test_system_files_are_excluded_unless_include_system(ws, memory_root):
     put_library(ws)
-    r.put(r.workspace_root(ws), "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
+    r.put(h.memory_root, "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
           body="Zanzibar quokka consolidation notes from the nightly dream.")
     h.reindex(ws, include_system=True)
     assert r.search(ws, "zanzibar quokka")["results"] == []
@@ -223,11 +217,11 @@ def test_system_files_are_excluded_unless_include_system(ws):
     assert included["results"][0]["memory"]["is_system"] is True
 
 
-def test_a_system_artifact_named_like_a_dreaming_run_is_indexed_and_found_only_with_include_system(ws):
+def test_a_system_artifact_named_like_a_dreaming_run_is_indexed_and_found_only_with_include_system(ws, memory_root):
     put_library(ws)
-    r.put(r.workspace_root(ws), "_system/dreaming/x.md", name="Dream artifact",
+    r.put(h.memory_root, "_system/dreaming/x.md", name="Dream artifact",
           body="Zanzibar quokka consolidation notes from the nightly dream.", description="Dream run")
-    r.put(r.workspace_root(ws), "_system/dreaming/20261130-0300-run.md", name="Dream run",
+    r.put(h.memory_root, "_system/dreaming/20261130-0300-run.md", name="Dream run",
           body="Zanzibar quokka promoted candidates.", description="Dream run")
     h.reindex(ws, include_system=True)
     assert r.search(ws, "zanzibar quokka")["results"] == []
@@ -235,10 +229,10 @@ def test_a_system_artifact_named_like_a_dreaming_run_is_indexed_and_found_only_w
     assert sorted(found) == ["_system/dreaming/20261130-0300-run.md", "_system/dreaming/x.md"]
 
 
-def test_a_stale_entry_carries_the_staleness_banner_and_a_fresh_one_does_not(ws):
-    r.put(r.workspace_root(ws), "project_old_cache.md", name="Old cache", body="The cache layer uses redis sentinel.",
+def test_a_stale_entry_carries_the_staleness_banner_and_a_fresh_one_does_not(ws, memory_root):
+    r.put(h.memory_root, "project_old_cache.md", name="Old cache", body="The cache layer uses redis sentinel.",
           age=timedelta(days=3))
-    r.put(r.workspace_root(ws), "project_new_cache.md", name="New cache",
+    r.put(h.memory_root, "project_new_cache.md", name="New cache",
           body="The cache eviction policy uses redis LRU.")
     h.reindex(ws)
     result = r.search(ws, "redis cache")

@@ -13,12 +13,6 @@ from tests.recall.test_search import LIBRARY, QUESTION, hit, put_library
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def ws(home, workspace_dir):
-    r.ensure_workspace(workspace_dir)
-    return workspace_dir
-
-
 def runbook() -> str:
     """A long memory whose sections share a vocabulary; only the last one says how restores are rehearsed."""
     filler = {

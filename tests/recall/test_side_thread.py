@@ -38,10 +38,11 @@ def test_the_side_thread_gives_the_same_answers_keeps_its_connection_and_reopens
 
 
 @pytest.mark.django_db
-def test_inside_a_transaction_recall_runs_in_the_calling_thread(workspace_dir):
-    rh.ensure_workspace(workspace_dir)
-    rh.put(rh.workspace_root(workspace_dir), "project_side.md", name="Side Thread", body="The side thread answers.")
+def test_inside_a_transaction_recall_runs_in_the_calling_thread(workspace_dir, memory_root):
     from tests import helpers as h
+
+    rh.ensure_workspace(workspace_dir)
+    rh.put(h.memory_root, "project_side.md", name="Side Thread", body="The side thread answers.")
 
     h.reindex(workspace_dir)
     before = side_thread.side_runs
@@ -54,13 +55,14 @@ def test_inside_a_transaction_recall_runs_in_the_calling_thread(workspace_dir):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_on_an_in_memory_database_recall_runs_in_the_calling_thread(workspace_dir):
+def test_on_an_in_memory_database_recall_runs_in_the_calling_thread(workspace_dir, memory_root):
     assert connection.is_in_memory_db() and not connection.in_atomic_block
     assert not side_thread.usable()
     before = side_thread.side_runs
-    rh.ensure_workspace(workspace_dir)
-    rh.put(rh.workspace_root(workspace_dir), "project_side.md", name="Side Thread", body="The side thread answers.")
     from tests import helpers as h
+
+    rh.ensure_workspace(workspace_dir)
+    rh.put(h.memory_root, "project_side.md", name="Side Thread", body="The side thread answers.")
 
     h.reindex(workspace_dir)
     assert rh.filenames(rh.search(workspace_dir, "side thread answers")) == ["project_side.md"]

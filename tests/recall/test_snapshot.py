@@ -16,12 +16,6 @@ from tests.recall import helpers as r
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def ws(home, workspace_dir):
-    r.ensure_workspace(workspace_dir)
-    return workspace_dir
-
-
 def seed(ws):
     """Two workspace memories (indexed) that share no words, so the controller adds both."""
     h.write(ws, name="Runtime Docs", description="Where the runtime docs sit",
@@ -31,7 +25,7 @@ def seed(ws):
 
 
 def put_checkpoint(ws, body="Last session we were migrating the billing worker to asyncio."):
-    r.put(r.workspace_root(ws), "project_checkpoint_summary.md", name="Checkpoint summary",
+    r.put(h.workspace_root(ws), "project_checkpoint_summary.md", name="Checkpoint summary",
           description="Where earlier work in this workspace stands", body=body)
 
 
@@ -124,7 +118,7 @@ def test_a_delete_advances_the_generation_and_the_entry_leaves_the_snapshot(ws):
 def test_a_hand_written_file_is_picked_up_by_the_next_snapshot_and_advances_the_generation(ws):
     seed(ws)
     before = r.snapshot(ws)
-    r.put(r.workspace_root(ws), "project_hand_written.md", name="Hand written", body="Added in an editor.")
+    r.put(h.workspace_root(ws), "project_hand_written.md", name="Hand written", body="Added in an editor.")
     # A new file moves the root directory's mtime: the next call reconciles it first (memory/controller/freshness.py,
     # issue 29), with no reindex and no watcher.
     after = r.snapshot(ws)
@@ -166,9 +160,9 @@ def test_an_unknown_parent_session_is_not_found(ws):
     assert missing.value.code == "memory.not_found"
 
 
-def test_system_content_never_appears_in_a_snapshot(ws):
+def test_system_content_never_appears_in_a_snapshot(ws, memory_root):
     seed(ws)
-    r.put(r.workspace_root(ws), "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
+    r.put(h.memory_root, "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
           description="Zanzibar quokka dream", body="Zanzibar quokka consolidation notes from the nightly dream.")
     h.reindex(ws, include_system=True)
     assert r.filenames(r.search(ws, "zanzibar quokka", include_system=True))  # it is indexed
@@ -179,11 +173,11 @@ def test_system_content_never_appears_in_a_snapshot(ws):
         r.snapshot(ws, include_system=True)
 
 
-def test_the_index_is_capped_at_max_lines_and_marked_when_truncated(ws, monkeypatch):
+def test_the_index_is_capped_at_max_lines_and_marked_when_truncated(ws, monkeypatch, memory_root):
     monkeypatch.setenv("COMPOZY_MEMORY__FILE__MAX_LINES", "3")
     words = ["alpha", "bravo", "charlie", "delta", "echo"]
     for index, word in enumerate(words):
-        r.put(r.workspace_root(ws), f"project_{word}.md", name=f"{word.title()} note", description=f"{word} topic",
+        r.put(h.memory_root, f"project_{word}.md", name=f"{word.title()} note", description=f"{word} topic",
               body=f"Everything about {word}{index}.", age=timedelta(minutes=10 - index))
     h.reindex(ws)
     text = r.snapshot(ws)["text"]
@@ -194,10 +188,10 @@ def test_the_index_is_capped_at_max_lines_and_marked_when_truncated(ws, monkeypa
     assert "[index cut: 2 more entries not shown; find them with `compozy memory search <words>`]" in section.group(1)
 
 
-def test_the_index_is_capped_at_max_bytes_and_marked_when_truncated(ws, monkeypatch):
+def test_the_index_is_capped_at_max_bytes_and_marked_when_truncated(ws, monkeypatch, memory_root):
     monkeypatch.setenv("COMPOZY_MEMORY__FILE__MAX_BYTES", "200")
     for index, word in enumerate(["alpha", "bravo", "charlie", "delta", "echo"]):
-        r.put(r.workspace_root(ws), f"project_{word}.md", name=f"{word.title()} note",
+        r.put(h.memory_root, f"project_{word}.md", name=f"{word.title()} note",
               description=f"{word} topic with a fairly long description", body=f"About {word}{index}.",
               age=timedelta(minutes=10 - index))
     h.reindex(ws)
@@ -209,18 +203,18 @@ def test_the_index_is_capped_at_max_bytes_and_marked_when_truncated(ws, monkeypa
     assert f"[index cut: {5 - len(entries)} more entries" in section
 
 
-def test_without_memory_md_the_index_is_built_from_frontmatter(ws):
+def test_without_memory_md_the_index_is_built_from_frontmatter(ws, memory_root):
     seed(ws)
-    (r.workspace_root(ws) / "MEMORY.md").unlink()
+    (h.memory_root / "MEMORY.md").unlink()
     text = r.snapshot(ws)["text"]
     assert "- [Runtime Docs](project_runtime_docs.md) — Where the runtime docs sit" in text
     assert "- [Grafana Boards](reference_grafana_boards.md) — Latency dashboards" in text
 
 
-def test_a_stale_index_entry_is_flagged(ws):
-    r.put(r.workspace_root(ws), "project_old_fact.md", name="Old fact", body="Deploys freeze on Fridays.",
+def test_a_stale_index_entry_is_flagged(ws, memory_root):
+    r.put(h.memory_root, "project_old_fact.md", name="Old fact", body="Deploys freeze on Fridays.",
           age=timedelta(days=4))
-    r.put(r.workspace_root(ws), "project_new_fact.md", name="New fact", body="Deploys resume on Mondays.")
+    r.put(h.memory_root, "project_new_fact.md", name="New fact", body="Deploys resume on Mondays.")
     h.reindex(ws)
     lines = {line.split("](")[0]: line for line in r.snapshot(ws)["text"].splitlines() if line.startswith("- [")}
     assert lines["- [Old fact"].endswith("(written 4 days ago; verify before relying on it)")

@@ -30,7 +30,7 @@ FILLER = ["river", "stone", "cloud", "ember", "willow", "copper", "thistle", "or
 def catalog(home, workspace_dir):
     r.ensure_workspace(workspace_dir)
     rng = random.Random(17)
-    root = r.workspace_root(workspace_dir)
+    root = h.workspace_root(workspace_dir)
     for index in range(300):
         words = [rng.choice(FILLER) for _ in range(rng.randint(6, 30))]
         words += [word for word, share in SHARES.items() if rng.random() < share] * rng.randint(1, 3)

@@ -8,6 +8,7 @@ from typing import Any
 from memory.domain.enums import Origin
 from memory.services import sessions
 from tests import helpers as h
+from tests.helpers import workspace_root
 
 
 def start(cwd: Path, session_id: str, **fields: Any) -> dict[str, Any]:
@@ -73,4 +74,4 @@ def turn(turn_id: str, ask: str, answer: str, *, end: str = "done", key: bool = 
 
 
 def checkpoint_path(ws: Path) -> Path:
-    return ws / ".compozy" / "memory" / "project_checkpoint_summary.md"
+    return workspace_root(ws) / "project_checkpoint_summary.md"

@@ -290,7 +290,7 @@ BAD_ANSWERS = {
 
 @pytest.mark.parametrize("reason", [*BAD_ANSWERS, "provider_error"])
 def test_a_bad_generation_leaves_the_previous_checkpoint_byte_identical_and_records_why(
-        home, workspace_dir, http_provider, sync_tasks, django_capture_on_commit_callbacks, reason):
+        home, workspace_dir, http_provider, sync_tasks, django_capture_on_commit_callbacks, reason, memory_root):
     http_provider.reply = valid_answer("The first, good checkpoint.")
     with django_capture_on_commit_callbacks(execute=True):
         run_session(workspace_dir, "good-1", [s.turn("t1", "First task.", "I did the first task.")])
@@ -308,7 +308,7 @@ def test_a_bad_generation_leaves_the_previous_checkpoint_byte_identical_and_reco
     failed = r.events(EventOp.SESSION_CHECKPOINT_FAILED.value)
     assert len(failed) == 1 and failed[0].session_id == "bad-1"
     assert failed[0].metadata["reason"] == reason
-    records = sorted((workspace_dir / ".compozy" / "memory" / "_system" / "checkpoint" / "failures").glob("*.json"))
+    records = sorted((memory_root / "_system" / "checkpoint" / "failures").glob("*.json"))
     assert len(records) == 1
     record = json.loads(records[0].read_text())
     assert (record["error"], record["session_id"], record["source"]) == (reason, "bad-1", "session_stop")

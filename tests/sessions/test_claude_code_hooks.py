@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
+from tests.helpers import workspace_root
 
 DATA = Path(__file__).resolve().parent / "data" / "claude_code"
 SESSION = json.loads((DATA / "SessionStart.json").read_text())["session_id"]
@@ -124,7 +125,7 @@ def test_pre_compact_covers_the_complete_turns_imported_so_far(agent):
     assert not any(r["archived"] for r in rows if r not in first_turn)  # the open turn stays
     shown = agent.cli("session", "show", SESSION, "-o", "json").json
     assert [(c["from_seq"], c["to_seq"]) for c in shown["coverage"]] == [(1, len(first_turn))]
-    checkpoint = (agent.cli.cwd / ".compozy" / "memory" / "project_checkpoint_summary.md").read_text()
+    checkpoint = (workspace_root(agent.cli.cwd) / "project_checkpoint_summary.md").read_text()
     assert "Migrate the billing worker to asyncio" in checkpoint
 
 
@@ -136,7 +137,7 @@ def test_session_end_imports_the_rest_stops_the_session_and_updates_the_checkpoi
     shown = agent.cli("session", "show", SESSION, "-o", "json").json
     assert shown["session"]["status"] == "stopped"
     assert [r["kind"] for r in agent.events()][-1] == "done"
-    checkpoint = (agent.cli.cwd / ".compozy" / "memory" / "project_checkpoint_summary.md").read_text()
+    checkpoint = (workspace_root(agent.cli.cwd) / "project_checkpoint_summary.md").read_text()
     assert "Now document the worker command in the README." not in checkpoint.split("## Pending asks")[1].split(
         "##")[0]  # answered before the session ended
     assert "billing/worker.py" in checkpoint and "README.md" in checkpoint
@@ -247,7 +248,7 @@ def test_session_start_after_compaction_adds_the_checkpoint_compaction_just_wrot
     first = json.loads(agent.hook("SessionStart").stdout)["hookSpecificOutput"]["additionalContext"]
     assert "<compozy_checkpoint_summary>" not in first  # no checkpoint existed when the session started
     agent.hook("PreCompact")
-    checkpoint = (agent.cli.cwd / ".compozy" / "memory" / "project_checkpoint_summary.md").read_text()
+    checkpoint = (workspace_root(agent.cli.cwd) / "project_checkpoint_summary.md").read_text()
     assert "Migrate the billing worker to asyncio" in checkpoint
     again = json.loads(agent.hook("SessionStart", stdin=agent.payload("SessionStart", source=source)).stdout)
     context = again["hookSpecificOutput"]["additionalContext"]

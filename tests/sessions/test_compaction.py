@@ -122,7 +122,7 @@ def test_a_failed_summary_arms_a_cooldown_and_archives_nothing(home, workspace_d
 
 
 def test_a_failed_compaction_summary_leaves_the_checkpoint_byte_identical_and_records_why(
-        home, workspace_dir, http_provider):  # noqa: F811
+        home, workspace_dir, http_provider, memory_root):  # noqa: F811
     http_provider.reply = valid_answer("The first, good summary.")
     started(workspace_dir)
     s.append(workspace_dir, "cp-1", s.turn("t1", "First ask.", "First answer."))
@@ -137,7 +137,7 @@ def test_a_failed_compaction_summary_leaves_the_checkpoint_byte_identical_and_re
     assert archived_flags(workspace_dir) == [True] * 3 + [False] * 3  # the first span only
     assert [(c["from_seq"], c["to_seq"]) for c in failed["coverage"]] == [(1, 3)]
     assert checkpoint_decisions(workspace_dir) == 1  # never a half write
-    records = list((workspace_dir / ".compozy" / "memory" / "_system" / "checkpoint" / "failures").glob("*.json"))
+    records = list((memory_root / "_system" / "checkpoint" / "failures").glob("*.json"))
     assert len(records) == 1
     record = json.loads(records[0].read_text())
     assert (record["source"], record["error"], record["session_id"]) == ("compaction", "sections", "cp-1")

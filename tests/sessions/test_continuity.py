@@ -19,15 +19,9 @@ CHARS_PER_TOKEN = 4
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def ws(home, workspace_dir):
-    r.ensure_workspace(workspace_dir)
-    return workspace_dir
-
-
 def _fill(home, ws, count):
     """`count` memories in every root a snapshot can show: global, workspace and both tiers of agent `coder`."""
-    roots = [(r.global_root(home), {"scope": "global"}), (r.workspace_root(ws), {"scope": "workspace"}),
+    roots = [(r.global_root(home), {"scope": "global"}), (h.workspace_root(ws), {"scope": "workspace"}),
              (r.agent_global_root(home, "coder"), {"scope": "agent", "agent": "coder", "agent_tier": "global"}),
              (r.agent_workspace_root(ws, "coder"), {"scope": "agent", "agent": "coder", "agent_tier": "workspace"})]
     for (root, fields), index in itertools.product(roots, range(count)):
@@ -66,8 +60,8 @@ def test_the_section_stays_within_its_budget_for_every_scope_and_agent_tier(home
         assert result["budget"]["by_part"]["recall"] > 0
 
 
-def test_the_index_lists_feedback_then_user_preferences_then_the_most_recent_not_by_filename(ws):
-    root = r.workspace_root(ws)
+def test_the_index_lists_feedback_then_user_preferences_then_the_most_recent_not_by_filename(ws, memory_root):
+    root = h.memory_root
     r.put(root, "project_aaa_oldest.md", name="Aaa oldest", body="Old project note.", age=timedelta(days=30))
     r.put(root, "project_bbb_newest.md", name="Bbb newest", body="New project note.", age=timedelta(minutes=1))
     r.put(root, "user_zzz_prefers.md", name="Zzz prefers", body="The user prefers terse answers.",

@@ -6,12 +6,9 @@ from __future__ import annotations
 import pytest
 
 from memory.domain.document import conflict_marker_line
+from tests.helpers import workspace_root
 
-HUNK = """<<<<<<< HEAD
-The staging database listens on port 5433.
-=======
-The staging database listens on port 6543.
->>>>>>> feature"""
+HUNK = """The staging database listens on port 5433.
 CONFLICTED = "---\nname: Staging database\ndescription: where it listens\n---\n\n" + HUNK + "\n"
 
 
@@ -27,7 +24,7 @@ def conflicted(cli, workspace_dir):
     assert cli("memory", "write", "--type", "reference", "--name", "Staging database", "--description",
                "where the staging database listens", "--content", "The staging database listens on port 5433.",
                "--scope", "workspace").code == 0
-    path = workspace_dir / ".compozy" / "memory" / "reference_staging_database.md"
+    path = workspace_root(workspace_dir) / "reference_staging_database.md"
     # What git leaves after both machines changed the body of the file Compozy wrote.
     path.write_text(path.read_text().replace("The staging database listens on port 5433.", HUNK))
     return path

@@ -17,13 +17,14 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
-def test_git_add_of_compozy_after_the_first_write_stages_memory_and_identity_and_nothing_local(home, workspace_dir):
+def test_git_add_of_compozy_after_the_first_write_stages_memory_and_identity_and_nothing_local(
+        home, workspace_dir, memory_root):
     (workspace_dir / ".git").rmdir()
     git(workspace_dir, "init", "-q")
     h.write(workspace_dir, name="Deploys", content="Deploys go through the staging cluster first.")
-    system = workspace_dir / ".compozy" / "memory" / "_system" / "dreaming"
+    system = memory_root / "_system" / "dreaming"
     (system / "20260101-run.md").write_text("a dream report\n")
-    (workspace_dir / ".compozy" / "memory" / "project_checkpoint_summary.md").write_text("one person's\n")
+    (memory_root / "project_checkpoint_summary.md").write_text("one person's\n")
     git(workspace_dir, "add", ".compozy")
     staged = sorted(git(workspace_dir, "diff", "--cached", "--name-only").split())
     assert staged == [".compozy/.gitignore", ".compozy/memory/project_deploys.md", ".compozy/workspace.toml"]

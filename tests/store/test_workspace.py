@@ -11,6 +11,7 @@ from memory.domain.errors import ValidationError, WorkspaceRequired
 from memory.models import Event, Workspace
 from memory.store.workspace import is_ulid
 from tests import helpers as h
+from tests.helpers import workspace_root
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +60,7 @@ def test_the_environment_variable_selects_the_workspace_on_the_cli(cli, tmp_path
     (other / ".git").mkdir(parents=True)
     assert cli("memory", "write", "--type", "project", "--name", "Env", "--description", "d",
                "--content", "Selected by environment.", COMPOZY_WORKSPACE=str(other)).code == 0
-    assert (other / ".compozy" / "memory" / "project_env.md").is_file()
+    assert (workspace_root(other) / "project_env.md").is_file()
     # The checkout the CLI runs in holds no workspace: naming it is an error, never an empty (global-only) list.
     listed = cli("memory", "list", "-o", "json", "--workspace", str(cli.cwd)).json
     assert listed["code"] == "memory.scope.workspace_required" and listed["details"]["reason"] == "no_workspace"
@@ -90,7 +91,7 @@ def test_a_moved_workspace_keeps_its_memory_and_records_the_relocation(home, wor
         "workspace_id = '01HXJ9YR4Q0000000000000000'\ncreated_at = 'yesterday'\nrealpath_at_creation = '/x'\n",
     ],
 )
-def test_an_invalid_workspace_toml_is_an_error_never_a_fresh_identity(home, workspace_dir, content):
+def test_an_invalid_workspace_toml_is_an_error_never_a_fresh_identity(home, workspace_dir, content, memory_root):
     (workspace_dir / ".compozy").mkdir()
     toml = workspace_dir / ".compozy" / "workspace.toml"
     toml.write_text(content)
@@ -98,7 +99,7 @@ def test_an_invalid_workspace_toml_is_an_error_never_a_fresh_identity(home, work
         h.write(workspace_dir, name="Nope", content="Should not be written.")
     assert str(toml) in error.value.message
     assert toml.read_text() == content
-    assert not (workspace_dir / ".compozy" / "memory").exists()
+    assert not (memory_root).exists()
 
 
 def test_a_workspace_call_without_a_workspace_fails_when_auto_create_is_off(home, tmp_path, monkeypatch):

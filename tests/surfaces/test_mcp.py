@@ -111,7 +111,8 @@ def test_propose_search_list_and_show_through_the_tools(server, workspace_dir):
     assert error and traversal["code"] == "memory.validation"
 
 
-def test_an_atomic_batch_applies_all_operations_as_one_decision_and_a_retry_is_already_applied(server, workspace_dir):
+def test_an_atomic_batch_applies_all_operations_as_one_decision_and_a_retry_is_already_applied(
+        server, workspace_dir, memory_root):
     call(server, "compozy__memory_propose", {
         "operation": "add", "type": "project", "name": "Release", "description": "How releases ship",
         "content": "The release still uses the retired deploy path.\n\nReleases happen on Tuesdays."})
@@ -124,7 +125,7 @@ def test_an_atomic_batch_applies_all_operations_as_one_decision_and_a_retry_is_a
     assert not error, first
     assert first["applied"] is True and first["decision"]["op"] == "update"
     assert [op["status"] for op in first["operations"]] == ["applied", "applied", "applied"]
-    body = (workspace_dir / ".compozy" / "memory" / "project_release.md").read_text()
+    body = (memory_root / "project_release.md").read_text()
     assert "retired" not in body and "signed artifact" in body and "Wednesdays" in body
     error, retry = call(server, "compozy__memory_propose", batch)
     assert not error and retry["decision"]["id"] == first["decision"]["id"] and retry["applied"] is False
@@ -146,11 +147,11 @@ def test_an_atomic_batch_applies_all_operations_as_one_decision_and_a_retry_is_a
     ids=["missing-old-text", "ambiguous-old-text", "bad-shape", "add-with-old-text", "unsafe", "oversized",
          "mixed-content", "mixed-operation"],
 )
-def test_a_bad_batch_is_rejected_whole_before_any_decision(server, workspace_dir, batch, code):
+def test_a_bad_batch_is_rejected_whole_before_any_decision(server, workspace_dir, batch, code, memory_root):
     call(server, "compozy__memory_propose", {
         "operation": "add", "type": "project", "name": "Target", "description": "A document to batch",
         "content": "The first line of the document.\n\nThe second line of the document."})
-    path = workspace_dir / ".compozy" / "memory" / "project_target.md"
+    path = memory_root / "project_target.md"
     before = path.read_bytes()
     from memory.models import Decision
 
@@ -172,7 +173,7 @@ def test_the_size_limit_applies_to_the_final_body_only(home, workspace_dir, monk
     assert answer["applied"] is True
 
 
-def test_a_sub_agent_cannot_write_and_the_denial_is_recorded(home, workspace_dir):
+def test_a_sub_agent_cannot_write_and_the_denial_is_recorded(home, workspace_dir, memory_root):
     server = build_server(Session(session_id="child", parent_session_id="parent", workspace=str(workspace_dir)))
     error, answer = call(server, "compozy__memory_propose", {"operation": "add", "type": "project", "name": "Nope",
                                                              "description": "d", "content": "A sub-agent write."})
@@ -180,15 +181,15 @@ def test_a_sub_agent_cannot_write_and_the_denial_is_recorded(home, workspace_dir
     assert answer["details"]["reason"] == "memory_subagent_write_denied"
     event = Event.objects.get(op="memory.write.rejected")
     assert event.metadata["reason"] == "memory_subagent_write_denied" and event.session_id == "child"
-    assert not (workspace_dir / ".compozy" / "memory" / "project_nope.md").exists()
+    assert not (memory_root / "project_nope.md").exists()
 
 
-def test_a_note_is_an_ad_hoc_file_written_through_the_controller(server, workspace_dir):
+def test_a_note_is_an_ad_hoc_file_written_through_the_controller(server, workspace_dir, memory_root):
     error, answer = call(server, "compozy__memory_note", {"title": "Flaky Test", "content": "Retry the e2e suite."})
     assert not error, answer
     filename = answer["decision"]["target_filename"]
     assert filename.startswith("_system/ad_hoc/ad_hoc_") and filename.endswith("_flaky_test.md")
-    assert (workspace_dir / ".compozy" / "memory" / filename).is_file()
+    assert (memory_root / filename).is_file()
     assert answer["decision"]["origin"] == "tool"
 
 
@@ -234,7 +235,7 @@ def test_an_agents_session_may_not_name_another_agent_but_the_operators_may(home
     assert not error and found["results"] == []
 
 
-def test_compozy_mcp_runs_over_stdio_and_answers_a_tool_call(cli):
+def test_compozy_mcp_runs_over_stdio_and_answers_a_tool_call(cli, memory_root):
     env = cli.env()
     params = StdioServerParameters(command=COMPOZY, args=["mcp", "--session", "stdio-1"], env=env,
                                    cwd=str(cli.cwd))
@@ -251,7 +252,7 @@ def test_compozy_mcp_runs_over_stdio_and_answers_a_tool_call(cli):
     assert "compozy__memory_search" in names
     assert not result.is_error, result.content
     assert result.structured_content["decision"]["op"] == "add"
-    assert (cli.cwd / ".compozy" / "memory" / "project_over_stdio.md").is_file()
+    assert (memory_root / "project_over_stdio.md").is_file()
 
 
 def test_propose_updates_by_name_keep_the_rest_and_a_missing_memory_is_not_found(server, workspace_dir):

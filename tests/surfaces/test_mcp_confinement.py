@@ -13,7 +13,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.conftest import COMPOZY, Cli
-from tests.helpers import tool_document
+from tests.helpers import tool_document, workspace_root
 
 ADMIN = "compozy__memory,compozy__memory_admin"
 
@@ -81,7 +81,7 @@ def test_the_operators_admin_toolset_still_reads_any_session(machine):
 def test_every_agent_tool_naming_another_workspace_is_refused_reads_and_writes_alike(machine):
     cli, ws1, ws2 = machine
     ulid = (ws2 / ".compozy" / "workspace.toml").read_text().split('id = "', 1)[1].split('"', 1)[0]
-    before = sorted(path.name for path in (ws2 / ".compozy" / "memory").iterdir())
+    before = sorted(path.name for path in (workspace_root(ws2)).iterdir())
     other = str(ws2)
     answers = calls(cli, "--agent", "alice", "--workspace", str(ws1), cwd=ws1, run=[
         ("compozy__memory_propose", {"operation": "add", "type": "project", "name": "Planted", "workspace": other,
@@ -104,7 +104,7 @@ def test_every_agent_tool_naming_another_workspace_is_refused_reads_and_writes_a
     assert own_ok and [item["filename"] for item in own["memories"]] == ["project_fact_zqone.md"]
     search_ok, search = answers[9]
     assert search_ok and search["results"] == []
-    assert sorted(path.name for path in (ws2 / ".compozy" / "memory").iterdir()) == before
+    assert sorted(path.name for path in (workspace_root(ws2)).iterdir()) == before
 
 
 def test_the_operator_may_name_another_workspace(machine):
@@ -128,7 +128,7 @@ def test_arguments_of_another_type_are_refused_not_coerced(machine):
         assert not ok and document["code"] == "memory.validation", document
         assert document["details"] == {**document["details"], "field": field, "reason": "type"}
     assert answers[4][0]
-    assert not list((ws1 / ".compozy" / "memory").glob("project_coerced*"))
+    assert not list((workspace_root(ws1)).glob("project_coerced*"))
 
 
 def test_an_update_naming_a_file_of_another_type_is_refused(machine):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import workspace_root
 from tests.surfaces.test_mcp_agent import session
 
 
@@ -17,7 +18,7 @@ def propose(name: str, description: str, content: str) -> tuple[str, dict]:
 
 @pytest.fixture
 def memories(cli):
-    return cli.cwd / ".compozy" / "memory"
+    return workspace_root(cli.cwd)
 
 
 def test_a_newer_fact_about_the_same_subject_and_slot_supersedes_the_older_memory(cli, memories):

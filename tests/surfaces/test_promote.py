@@ -17,13 +17,13 @@ def run(cwd, **fields):
     return promote.memory_promote(data=promote.PromoteInput.parse(fields), caller=Caller(origin=Origin.CLI, cwd=cwd))
 
 
-def test_promote_copies_a_workspace_memory_to_global_as_a_new_decision(home, workspace_dir):
+def test_promote_copies_a_workspace_memory_to_global_as_a_new_decision(home, workspace_dir, memory_root):
     h.write(workspace_dir, name="Deploy Path", content="Deploys go through the signed artifact path.")
     result = run(workspace_dir, filename="project_deploy_path.md", scope="workspace", to_scope="global")
     assert result.applied is True and result.decision.op == "add" and result.decision.scope == "global"
     copied = (home / "memory" / "project_deploy_path.md").read_text()
     assert "scope: global" in copied and "signed artifact" in copied
-    assert (workspace_dir / ".compozy" / "memory" / "project_deploy_path.md").exists()
+    assert (memory_root / "project_deploy_path.md").exists()
 
 
 def test_promote_into_an_agent_tier_needs_the_agent(home, workspace_dir):
@@ -73,11 +73,11 @@ def test_promote_on_the_cli(cli):
     assert (cli.home / "memory" / "project_cli_promote.md").is_file()
 
 
-def test_a_memory_file_that_is_not_utf8_is_refused_alike_by_show_edit_and_promote(home, workspace_dir):
+def test_a_memory_file_that_is_not_utf8_is_refused_alike_by_show_edit_and_promote(home, workspace_dir, memory_root):
     """One selector reads every memory file: bad bytes are the same conflict (409, reason encoding: the disk is
     wrong, not the request) wherever they are met, never a crash, and the file is left as it was."""
     h.write(workspace_dir, name="Deploy Path", content="Deploys go through the signed artifact path.")
-    path = workspace_dir / ".compozy" / "memory" / "project_deploy_path.md"
+    path = memory_root / "project_deploy_path.md"
     path.write_bytes(path.read_bytes().replace(b"signed", b"sign\xe9d"))
     before = path.read_bytes()
     attempts = [

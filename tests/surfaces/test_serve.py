@@ -23,7 +23,7 @@ def crash_a_write(cli, name: str) -> None:
     assert unapplied(cli) == 1
 
 
-def test_serve_listens_on_loopback_and_a_private_unix_socket_and_replays_at_start(cli, tmp_path):
+def test_serve_listens_on_loopback_and_a_private_unix_socket_and_replays_at_start(cli, tmp_path, memory_root):
     crash_a_write(cli, "Server Replay")
     server = start_serve(cli.home, cli.cwd, tmp_path / "serve.log")
     try:
@@ -33,7 +33,7 @@ def test_serve_listens_on_loopback_and_a_private_unix_socket_and_replays_at_star
             assert client.get("http://localhost/healthz").json() == {"status": "ok"}
         assert stat.S_IMODE(os.stat(server.socket_path).st_mode) == 0o600
         assert unapplied(cli) == 0
-        assert (cli.cwd / ".compozy" / "memory" / "project_server_replay.md").is_file()
+        assert (memory_root / "project_server_replay.md").is_file()
     finally:
         stop_serve(server)
 
@@ -44,9 +44,9 @@ def test_serve_refuses_a_non_loopback_address(cli):
     assert "loopback" in result.stderr
 
 
-def test_the_task_cluster_replays_at_start(cli):
+def test_the_task_cluster_replays_at_start(cli, memory_root):
     crash_a_write(cli, "Cluster Replay")
     result = cli("qcluster", "--run-once")
     assert result.code == 0, result.stderr
     assert unapplied(cli) == 0
-    assert (cli.cwd / ".compozy" / "memory" / "project_cluster_replay.md").is_file()
+    assert (memory_root / "project_cluster_replay.md").is_file()

@@ -25,6 +25,7 @@ from compozy.home import read_or_create_token
 from memory.api import urls as api_urls
 from tests import helpers as h
 from tests.conftest import Cli
+from tests.helpers import workspace_root
 
 pytestmark = pytest.mark.django_db
 
@@ -65,17 +66,17 @@ def test_deeply_nested_json_is_a_400_validation_error(client, ws, payload):
 
 
 def place_non_utf8_file(ws):
-    (ws / ".compozy" / "memory" / "project_latin_one.md").write_bytes(NOT_UTF8)
+    (workspace_root(ws) / "project_latin_one.md").write_bytes(NOT_UTF8)
 
 
-def test_patch_of_a_non_utf8_file_is_a_409_encoding_conflict_and_leaves_the_file(client, ws):
+def test_patch_of_a_non_utf8_file_is_a_409_encoding_conflict_and_leaves_the_file(client, ws, memory_root):
     place_non_utf8_file(ws)
     response = client.patch(f"/api/memory/project_latin_one.md?workspace={ws}",
                             json.dumps({"content": "Coffee with milk.", "workspace": str(ws)}),
                             content_type="application/json")
     body = assert_error_document(response, 409, "memory.conflict")
     assert body["details"]["reason"] == "encoding"
-    assert (ws / ".compozy" / "memory" / "project_latin_one.md").read_bytes() == NOT_UTF8
+    assert (memory_root / "project_latin_one.md").read_bytes() == NOT_UTF8
 
 
 def test_cli_edit_of_a_non_utf8_file_is_an_encoding_conflict_not_a_traceback(home, ws):

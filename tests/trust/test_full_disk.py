@@ -16,6 +16,7 @@ import pytest
 
 from bench.crash_loop import fill
 from tests.conftest import Cli
+from tests.helpers import workspace_root
 
 
 def _mount_tmpfs(target: Path, size: str) -> None:
@@ -101,11 +102,11 @@ def test_a_decision_that_cannot_be_applied_holds_its_root_only_and_lands_when_sp
         filler.unlink()
         # Space is back: the next process (any command, in any workspace) applies the waiting decision.
         assert cli("memory", "list", "-o", "json", cwd=other).code == 0
-        assert (full / ".compozy" / "memory" / "project_second_fact.md").read_text().count(
+        assert (workspace_root(full) / "project_second_fact.md").read_text().count(
             "Decided before the disk filled.") == 1
         after = cli("memory", "health", "-o", "json", cwd=full).json
         assert after["held_roots"] == [] and after["unapplied_decisions"] == 0
-        assert "project_second_fact.md" in (full / ".compozy" / "memory" / "MEMORY.md").read_text()
+        assert "project_second_fact.md" in (workspace_root(full) / "MEMORY.md").read_text()
         assert temp_files(full / ".compozy") == []
 
 

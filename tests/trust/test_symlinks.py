@@ -15,6 +15,7 @@ import pytest
 from memory.domain.errors import ValidationError
 from memory.models import CatalogEntry
 from tests import helpers as h
+from tests.helpers import workspace_root
 from tests.recall import helpers as r
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +37,7 @@ def outside(tmp_path):
 
 
 def index_of(ws):
-    return ws / ".compozy" / "memory" / "MEMORY.md"
+    return workspace_root(ws) / "MEMORY.md"
 
 
 def test_a_write_never_appends_through_a_symlinked_memory_index(ws, outside):
@@ -78,10 +79,10 @@ def test_health_reports_a_symlinked_memory_index_as_a_symlink_escape(ws, outside
     assert h.health(ws)["status"] == "ok"
 
 
-def test_a_snapshot_never_reads_a_symlinked_index_or_checkpoint(ws, tmp_path):
+def test_a_snapshot_never_reads_a_symlinked_index_or_checkpoint(ws, tmp_path, memory_root):
     r.put(tmp_path, "project_checkpoint_summary.md", name="Checkpoint summary",
           description="Where earlier work stands", body="A private note from another project.")
-    root = ws / ".compozy" / "memory"
+    root = memory_root
     os.symlink(tmp_path / "project_checkpoint_summary.md", root / "project_checkpoint_summary.md")
     index = index_of(ws)
     index.unlink()
@@ -95,8 +96,8 @@ def test_a_snapshot_never_reads_a_symlinked_index_or_checkpoint(ws, tmp_path):
     assert "project_zebra_crossing.md" in text  # the link was not read: the index is built from the catalog
 
 
-def test_a_memory_file_symlinked_to_another_file_in_the_same_root_is_refused(ws):
-    root = ws / ".compozy" / "memory"
+def test_a_memory_file_symlinked_to_another_file_in_the_same_root_is_refused(ws, memory_root):
+    root = memory_root
     os.symlink(root / "project_zebra_crossing.md", root / "project_alias.md")
     with pytest.raises(ValidationError) as error:
         h.show(ws, filename="project_alias.md")
@@ -107,11 +108,12 @@ def test_a_memory_file_symlinked_to_another_file_in_the_same_root_is_refused(ws)
     assert not CatalogEntry.objects.filter(filename="project_alias.md").exists()
 
 
-def test_a_symlinked_memory_directory_is_refused_and_nothing_is_written_through_it(home, workspace_dir, tmp_path):
+def test_a_symlinked_memory_directory_is_refused_and_nothing_is_written_through_it(
+        home, workspace_dir, tmp_path, memory_root):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (workspace_dir / ".compozy").mkdir()
-    os.symlink(elsewhere, workspace_dir / ".compozy" / "memory")
+    os.symlink(elsewhere, memory_root)
     with pytest.raises(ValidationError) as error:
         h.write(workspace_dir, name="Cache Policy", content="Edge caches static assets for one hour.")
     assert error.value.details["reason"] == "symlink_escape"
