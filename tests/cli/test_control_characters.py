@@ -11,7 +11,7 @@ import pytest
 from memory.domain.errors import Rejected
 from tests import helpers as h
 from tests.helpers import workspace_root
-from tests.inspector.test_pages import signed_in_client
+from tests.inspector.helpers import signed_in_client
 from tests.recall import helpers as r
 
 RAW = ("\x00", "\x1b", "\x07", "\x9b", "\u202e")

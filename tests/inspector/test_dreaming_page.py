@@ -9,7 +9,7 @@ import pytest
 
 from memory.models import Consolidation
 from tests.background.dreaming_helpers import ready, workspace_id
-from tests.inspector.test_pages import csrf_token_of, page_text, signed_in_client
+from tests.inspector.helpers import csrf_token_of, page_text, signed_in_client
 
 pytestmark = pytest.mark.django_db
 

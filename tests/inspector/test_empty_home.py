@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.inspector.test_pages import page_text, signed_in_client
+from tests.inspector.helpers import page_text, signed_in_client
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from memory.extractor import inbox
 from memory.extractor.drain import drain_inbox
 from memory.models import Decision, ExtractorSession
 from memory.services import extractor as svc
-from tests.inspector.test_pages import csrf_token_of, page_text, signed_in_client
+from tests.inspector.helpers import csrf_token_of, page_text, signed_in_client
 from tests.recall import helpers as r
 from tests.sessions import helpers as s
 

@@ -16,7 +16,7 @@ from inspector import views
 from inspector.forms import NEVER_SHOWN
 from memory.services import catalog, decisions, dreams, events, memories, recall, snapshots
 from tests import helpers as h
-from tests.inspector.test_pages import signed_in_client
+from tests.inspector.helpers import signed_in_client
 from tests.recall import helpers as r
 
 pytestmark = pytest.mark.django_db

@@ -20,27 +20,10 @@ from memory.models import Event, Job, RecallSignal
 from memory.services import jobs
 from tests import helpers as h
 from tests.helpers import workspace_root
+from tests.inspector.helpers import HOST, csrf_token_of, page_text, signed_in_client
 from tests.recall import helpers as r
 
 pytestmark = pytest.mark.django_db
-
-HOST = "127.0.0.1"
-
-
-def csrf_token_of(page: str) -> str:
-    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-
-
-def signed_in_client(**kwargs) -> Client:
-    """Signs in the way a person does: open the link, press the button (with the form's CSRF token)."""
-    client = Client(HTTP_HOST=HOST, **kwargs)
-    token = create_link(f"http://{HOST}").split("token=")[1]
-    opened = client.get(f"/inspector/signin?token={token}")
-    response = client.post("/inspector/signin", {"token": token, "next": "/inspector/",
-                                                 "csrfmiddlewaretoken": csrf_token_of(opened.content.decode())})
-    assert response.status_code == 302 and response.headers["Location"] == "/inspector/"
-    return client
-
 
 @pytest.fixture
 def ws(home, workspace_dir) -> str:
@@ -54,11 +37,6 @@ def browser(ws) -> Client:
 
 def memory_file(workspace_dir: Path, filename: str) -> Path:
     return workspace_root(workspace_dir) / filename
-
-
-def page_text(response) -> str:
-    # A file name's <wbr> line-break hints are presentation only; the assertions read the text around them.
-    return response.content.decode().replace("<wbr>", "")
 
 
 PAGES = ["/inspector/", "/inspector/memories/", "/inspector/memories/new", "/inspector/recall",

@@ -10,7 +10,7 @@ import pytest
 
 from compozy.config import get_config
 from tests import helpers as h
-from tests.inspector.test_pages import page_text, signed_in_client
+from tests.inspector.helpers import page_text, signed_in_client
 from tests.recall import helpers as r
 from tests.sessions import helpers as s
 

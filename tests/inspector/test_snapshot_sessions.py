@@ -12,7 +12,7 @@ from memory.domain.errors import ScopeInvalid
 from memory.services import snapshots
 from memory.services.inputs import Caller
 from tests import helpers as h
-from tests.inspector.test_pages import page_text, signed_in_client
+from tests.inspector.helpers import page_text, signed_in_client
 from tests.recall import helpers as r
 
 pytestmark = pytest.mark.django_db
