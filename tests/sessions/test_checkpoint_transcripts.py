@@ -10,6 +10,7 @@ from pathlib import Path
 
 from memory.domain.checkpoint import parse
 from tests.conftest import Cli
+from tests.helpers import workspace_root
 
 DATA = Path(__file__).resolve().parent / "data" / "checkpoint"
 
@@ -31,7 +32,7 @@ def checkpoint_of(cli: Cli, transcript: Path) -> dict[str, list[str]]:
         # COMPOZY_Q_SYNC=1 runs the task cluster's checkpoint job inline in the hook process.
         result = cli("hook", "claude-code", event, input=json.dumps(payload).encode(), COMPOZY_Q_SYNC="1")
         assert result.code == 0, result.stderr
-    return parse((cli.cwd / ".compozy" / "memory" / "project_checkpoint_summary.md").read_text())
+    return parse((workspace_root(cli.cwd) / "project_checkpoint_summary.md").read_text())
 
 
 def joined(items: list[str]) -> str:

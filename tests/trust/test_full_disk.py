@@ -180,7 +180,7 @@ def test_the_servers_schedule_applies_a_held_decision_once_space_returns_and_hea
         assert tick.returncode == 0, tick.stderr
         assert json.loads(tick.stdout)["result"]["replayed"] == []
         filler.unlink()
-        target = full / ".compozy" / "memory" / "project_second_fact.md"
+        target = workspace_root(full) / "project_second_fact.md"
         tick = subprocess.run([sys.executable, "-c", RUN_HELD_SCHEDULE], env=cli.env(), cwd=full,
                               capture_output=True, text=True, timeout=120)
         assert tick.returncode == 0, tick.stderr
@@ -188,7 +188,7 @@ def test_the_servers_schedule_applies_a_held_decision_once_space_returns_and_hea
         assert ran["minutes"] >= 1
         assert ran["result"] == {"replayed": [pending], "held_roots": []}
         assert target.read_text().count("Decided before the disk filled.") == 1
-        assert "project_second_fact.md" in (full / ".compozy" / "memory" / "MEMORY.md").read_text()
+        assert "project_second_fact.md" in (workspace_root(full) / "MEMORY.md").read_text()
         after = cli("memory", "health", "-o", "json", cwd=full).json
         assert after["held_roots"] == [] and after["unapplied_decisions"] == 0 and after["status"] == "ok"
         with sqlite3.connect(cli.home / "compozy.db") as db:
