@@ -187,7 +187,7 @@ def test_every_session_route_answers_in_its_documented_shape(server, schema):
 
 
 def test_every_extractor_route_answers_in_its_documented_shape(server, schema):
-    from tests.surfaces.test_parity import seed_dead_letters
+    from tests.extractor.helpers import seed_dead_letters
 
     replayable, _gone = seed_dead_letters(server.home)
     with server.uds() as client:

@@ -11,17 +11,10 @@ from memory.catalog.vectors import chunk_text, model_id
 from memory.domain.passages import SPLIT_WORDS
 from memory.providers.embeddings import LocalEmbedder
 from tests import helpers as h
+from tests.catalog.helpers import SECTIONS, long_body
 from tests.providers.fake_embeddings import FakeEmbeddings
 
 pytestmark = pytest.mark.django_db
-
-SECTIONS = ["Backups", "Restores", "Retention", "Alerts", "Drills"]
-
-
-def long_body(topic: str = "backup") -> str:
-    return "".join(f"## {section}\n\n" + " ".join(f"{topic}{section.lower()}{n}" for n in range(80)) + "\n\n"
-                   for section in SECTIONS)
-
 
 def chunks(filename: str) -> list[tuple[int, str, str, str, bytes | None, str]]:
     with connection.cursor() as cursor:

@@ -14,7 +14,7 @@ from memory.domain.enums import Op
 from memory.providers.base import ProviderError
 from memory.providers.openai_http import OpenAICompatibleProvider
 from tests import helpers as h
-from tests.controller.test_rules import AMBIGUOUS, candidate
+from tests.controller.helpers import AMBIGUOUS, candidate
 
 
 def settings_for(completions, tmp_path, **extra):

@@ -7,43 +7,8 @@ import json
 import pytest
 
 from memory.controller.rules import RuleSettings, decide
-from memory.domain.catalog_view import Target
-from memory.domain.document import body_fingerprint
-from memory.domain.enums import ControllerMode, Op, Origin, RequestKind, Scope
-from memory.domain.models import Candidate, Frontmatter, ScopeRef, sha256_text
-from memory.domain.names import entity_key
-from memory.domain.text import overlap_words
-
-REF = ScopeRef(scope=Scope.WORKSPACE, workspace_id="01HXJ9YR4Q0000000000000000")
-
-
-class FakeView:
-    def __init__(self, *targets: tuple[str, str, str, str]) -> None:
-        self.targets = [Target(f, n, d, b, sha256_text(body_fingerprint(b))) for f, n, d, b in targets]
-
-    def by_filename(self, filename):
-        return next((t for t in self.targets if t.filename == filename), None)
-
-    def by_body_key(self, body_key):
-        return [t for t in self.targets if t.body_key == body_key]
-
-    def by_entity(self, entity, memory_type):
-        return [t for t in self.targets
-                if t.filename.startswith(memory_type + "_")
-                and entity_key(t.filename.split("_", 1)[1].removesuffix(".md")) == entity]
-
-    def overlapping(self, memory_type, words, limit):
-        wanted = set(words)
-        return [t for t in self.targets if t.filename.startswith(memory_type + "_")
-                and wanted & overlap_words(" ".join([t.name, t.description, t.body]))][:limit]
-
-
-def candidate(name="Runtime Docs", body="Docs are built with fumadocs.", *, origin=Origin.CLI, kind=RequestKind.WRITE,
-              filename=None, named=False, description="Where docs live"):
-    front = Frontmatter(name=name, description=description, type="project", scope="workspace")
-    return Candidate(ref=REF, origin=origin, kind=kind, frontmatter=front if kind is RequestKind.WRITE else None,
-                     body=body, target_filename=filename or "project_runtime_docs.md", named_target=named)
-
+from memory.domain.enums import ControllerMode, Op, Origin, RequestKind
+from tests.controller.helpers import AMBIGUOUS, FakeView, candidate
 
 RULES = RuleSettings(ControllerMode.RULES, 300, Op.NOOP, None)
 
@@ -150,12 +115,6 @@ def hybrid(answer, *, default=Op.NOOP, latency=300):
             raise answer
         return answer(payload) if callable(answer) else answer
     return RuleSettings(ControllerMode.HYBRID, latency, default, tiebreaker)
-
-
-AMBIGUOUS = FakeView(
-    ("project_a.md", "A", "d", "fumadocs builds docs quickly"),
-    ("project_b.md", "B", "d", "docs built with fumadocs nightly"),
-)
 
 
 def test_the_tiebreaker_can_choose_an_offered_target():

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from memory.domain.enums import Origin
 from memory.domain.errors import CompozyError, NotFound, ValidationError
-from memory.domain.extraction import ExtractedMemory, FailureSource, RunSource, StagedCandidate
+from memory.domain.extraction import ExtractedMemory, RunSource, StagedCandidate
 from memory.extractor import inbox
 from memory.models import Decision
 from memory.services import extractor as svc
 from memory.services.inputs import Caller
 from memory.services.resolution import resolve_workspace
 from memory.store.workspace import create_identity
+from tests.extractor.helpers import dead_letter
 from tests.helpers import workspace_root
 
 pytestmark = pytest.mark.django_db
@@ -102,19 +101,6 @@ def test_a_replay_that_fails_again_leaves_a_new_dead_letter(ws, home):
 
 
 # ----- replay of every dead letter of a session ----------------------------------------------------------------
-
-
-def dead_letter(root, session: str, minute: int, *, stage: str = "submit", content: str | None = None,
-                attribute: str = "editor", text: str = "My editor is helix.") -> str:
-    """A dead letter of `session` recorded at 12:<minute>, whose content is one staged candidate line (or
-    `content`): what the drain leaves when a file's submit failed (a busy database, say)."""
-    line = StagedCandidate(source=RunSource(session=session, root_session=session, from_seq=1, until_seq=3),
-                           memory=ExtractedMemory(type="user", scope="global", agent_tier=None, content=text,
-                                                  evidence=[3], entity="user", attribute=attribute)).line()
-    return inbox.record_failure(root, stage=stage, error="boom", content=line + "\n" if content is None else content,
-                                source=FailureSource(session=session, root_session=session, from_seq=1, until_seq=3),
-                                name_hint=f"{session}-{minute}.jsonl",
-                                now=datetime(2026, 1, 2, 12, minute, tzinfo=UTC))
 
 
 def replay_session(session: str) -> svc.ReplayResult:

@@ -107,7 +107,7 @@ def test_an_empty_extractor_page_says_what_would_fill_it(browser):
 
 
 def test_failures_are_listed_by_session_each_with_a_button_that_replays_all_of_that_session(browser, home):
-    from tests.extractor.test_service import dead_letter
+    from tests.extractor.helpers import dead_letter
 
     root = home / "memory"
     gone = dead_letter(root, "sess-a", 10, stage="provider")  # its turns are not in the ledger: cannot replay

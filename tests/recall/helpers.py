@@ -84,3 +84,32 @@ def put(root: Path, filename: str, *, name: str, body: str, description: str | N
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", "utf-8")
     return path
+
+
+# A small library for search tests: the question shares only "runtime" and "docs" with its answer.
+QUESTION = "where do the runtime docs live and how are they built?"
+
+# The answer shares only "runtime" and "docs" with QUESTION; "live" and "built" appear in no memory.
+LIBRARY = {
+    "project_runtime_docs.md": ("Runtime docs", "Location of the runtime docs",
+                                "The runtime docs sit in docs/runtime and mkdocs renders them into site/ on merge."),
+    "project_runtime_versions.md": ("Python versions", "Interpreter versions",
+                                    "Python 3.12 is the runtime of the service; Node 20 serves the frontend."),
+    "project_api_reference.md": ("API reference", "Generated reference",
+                                 "The API reference docs are generated from OpenAPI schemas in api/schema."),
+    "project_release_process.md": ("Release process", "Tagging and publishing",
+                                   "Releases are tagged from main and published to PyPI by the release workflow."),
+    "project_dashboards.md": ("Dashboards", "Grafana boards", "Grafana dashboards chart request latency per region."),
+    "project_database.md": ("Database", "Storage engine", "Postgres 16 stores the orders; backups run nightly."),
+    "project_code_style.md": ("Code style", "Formatting", "Ruff formats the code and mypy checks the types."),
+}
+
+
+def put_library(ws, library=LIBRARY):
+    for filename, (name, description, body) in library.items():
+        put(h.workspace_root(ws), filename, name=name, description=description, body=body)
+    h.reindex(ws)
+
+
+def hit(result, filename):
+    return next(item for item in result["results"] if item["memory"]["filename"] == filename)

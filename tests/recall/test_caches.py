@@ -143,7 +143,7 @@ def test_the_chunk_owners_follow_every_write_edit_delete_revert_and_reindex(ws, 
     h.reindex(ws, rebuild=True)
     assert_owners_are_current(roots)
     # A system file's chunks belong to the root but are visible only with include_system.
-    r.put(h.memory_root, "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
+    r.put(memory_root, "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
           body="Consolidation notes from the nightly dream.")
     h.reindex(ws, include_system=True)
     assert_owners_are_current(roots)
@@ -185,7 +185,7 @@ def test_the_roots_holding_memories_follow_writes_and_leave_out_system_files(ws,
 def test_rows_kept_per_generation_carry_the_current_recall_signal_and_equal_a_fresh_read(ws, memory_root):
     from memory.catalog import fts
 
-    root = h.memory_root
+    root = memory_root
     for index in range(3):
         r.put(root, f"project_row_{index}.md", name=f"Row {index}", body=f"Kept rows {index} answer again.")
     h.reindex(ws)

@@ -12,38 +12,11 @@ from memory.models import RecallSignal
 from memory.recall.query import parse_query
 from tests import helpers as h
 from tests.recall import helpers as r
+from tests.recall.helpers import LIBRARY, QUESTION, hit, put_library
 
 pytestmark = pytest.mark.django_db
 
 BANNER = re.compile(r"^This memory is (\d+) days old\. Verify against current state before asserting as fact\.$")
-
-QUESTION = "where do the runtime docs live and how are they built?"
-
-# The answer shares only "runtime" and "docs" with QUESTION; "live" and "built" appear in no memory.
-LIBRARY = {
-    "project_runtime_docs.md": ("Runtime docs", "Location of the runtime docs",
-                                "The runtime docs sit in docs/runtime and mkdocs renders them into site/ on merge."),
-    "project_runtime_versions.md": ("Python versions", "Interpreter versions",
-                                    "Python 3.12 is the runtime of the service; Node 20 serves the frontend."),
-    "project_api_reference.md": ("API reference", "Generated reference",
-                                 "The API reference docs are generated from OpenAPI schemas in api/schema."),
-    "project_release_process.md": ("Release process", "Tagging and publishing",
-                                   "Releases are tagged from main and published to PyPI by the release workflow."),
-    "project_dashboards.md": ("Dashboards", "Grafana boards", "Grafana dashboards chart request latency per region."),
-    "project_database.md": ("Database", "Storage engine", "Postgres 16 stores the orders; backups run nightly."),
-    "project_code_style.md": ("Code style", "Formatting", "Ruff formats the code and mypy checks the types."),
-}
-
-
-def put_library(ws, library=LIBRARY):
-    for filename, (name, description, body) in library.items():
-        r.put(h.workspace_root(ws), filename, name=name, description=description, body=body)
-    h.reindex(ws)
-
-
-def hit(result, filename):
-    return next(item for item in result["results"] if item["memory"]["filename"] == filename)
-
 
 def test_a_natural_language_question_finds_the_memory_that_answers_it_among_distractors(ws):
     put_library(ws)
@@ -208,7 +181,7 @@ def test_top_k_defaults_to_five_and_is_clamped_to_twenty(ws):
 
 def test_system_files_are_excluded_unless_include_system(ws, memory_root):
     put_library(ws)
-    r.put(h.memory_root, "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
+    r.put(memory_root, "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
           body="Zanzibar quokka consolidation notes from the nightly dream.")
     h.reindex(ws, include_system=True)
     assert r.search(ws, "zanzibar quokka")["results"] == []
@@ -219,9 +192,9 @@ def test_system_files_are_excluded_unless_include_system(ws, memory_root):
 
 def test_a_system_artifact_named_like_a_dreaming_run_is_indexed_and_found_only_with_include_system(ws, memory_root):
     put_library(ws)
-    r.put(h.memory_root, "_system/dreaming/x.md", name="Dream artifact",
+    r.put(memory_root, "_system/dreaming/x.md", name="Dream artifact",
           body="Zanzibar quokka consolidation notes from the nightly dream.", description="Dream run")
-    r.put(h.memory_root, "_system/dreaming/20261130-0300-run.md", name="Dream run",
+    r.put(memory_root, "_system/dreaming/20261130-0300-run.md", name="Dream run",
           body="Zanzibar quokka promoted candidates.", description="Dream run")
     h.reindex(ws, include_system=True)
     assert r.search(ws, "zanzibar quokka")["results"] == []
@@ -230,9 +203,9 @@ def test_a_system_artifact_named_like_a_dreaming_run_is_indexed_and_found_only_w
 
 
 def test_a_stale_entry_carries_the_staleness_banner_and_a_fresh_one_does_not(ws, memory_root):
-    r.put(h.memory_root, "project_old_cache.md", name="Old cache", body="The cache layer uses redis sentinel.",
+    r.put(memory_root, "project_old_cache.md", name="Old cache", body="The cache layer uses redis sentinel.",
           age=timedelta(days=3))
-    r.put(h.memory_root, "project_new_cache.md", name="New cache",
+    r.put(memory_root, "project_new_cache.md", name="New cache",
           body="The cache eviction policy uses redis LRU.")
     h.reindex(ws)
     result = r.search(ws, "redis cache")

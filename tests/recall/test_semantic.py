@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests import helpers as h
-from tests.catalog.test_vectors import SECTIONS
+from tests.catalog.helpers import SECTIONS
 from tests.providers.fake_embeddings import FakeEmbeddings
 from tests.recall import helpers as r
-from tests.recall.test_search import LIBRARY, QUESTION, hit, put_library
+from tests.recall.helpers import LIBRARY, QUESTION, hit, put_library
 
 pytestmark = pytest.mark.django_db
 

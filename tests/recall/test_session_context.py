@@ -38,7 +38,7 @@ def put_filler(root):
 
 
 def test_the_memory_recorded_after_a_match_in_the_same_session_is_recalled_without_sharing_a_word(ws, memory_root):
-    root = h.memory_root
+    root = memory_root
     put_filler(root)
     put_turns(root, [("project_asked.md", ASKED), ("project_reply.md", REPLY)], session="chat-1")
     h.reindex(ws)
@@ -52,7 +52,7 @@ def test_the_memory_recorded_after_a_match_in_the_same_session_is_recalled_witho
 
 @pytest.mark.parametrize("reply_session", ["chat-2", None], ids=["another session", "no session"])
 def test_a_memory_of_another_session_or_of_none_gains_nothing(ws, reply_session, memory_root):
-    root = h.memory_root
+    root = memory_root
     put_filler(root)
     put_turns(root, [("project_asked.md", ASKED)], session="chat-1")
     put_turns(root, [("project_reply.md", REPLY)], session=reply_session, start_minutes=59)
@@ -61,7 +61,7 @@ def test_a_memory_of_another_session_or_of_none_gains_nothing(ws, reply_session,
 
 
 def test_the_share_decays_with_distance_and_stops_at_the_window(ws, monkeypatch, memory_root):
-    root = h.memory_root
+    root = memory_root
     turns = [("project_asked.md", ASKED), ("project_next_1.md", REPLY),
              ("project_next_2.md", "Saturday works for me."), ("project_next_3.md", "See you then, bring water.")]
     put_turns(root, turns, session="chat-1")
@@ -79,7 +79,7 @@ def test_the_share_decays_with_distance_and_stops_at_the_window(ws, monkeypatch,
 def test_a_follower_is_judged_by_its_own_name_not_by_the_name_of_the_match_before_it(ws, memory_root):
     """Two identical questions, each followed by a reply: the reply whose own name carries a query word (who said
     it) ranks above the other, whatever the names of the questions."""
-    root = h.memory_root
+    root = memory_root
     put_turns(root, [("project_q_a.md", ASKED), ("project_reply_a.md", REPLY)], session="chat-a",
               names={"project_q_a.md": "Gina, turn 1", "project_reply_a.md": "Mark, turn 2"})
     put_turns(root, [("project_q_b.md", ASKED), ("project_reply_b.md", REPLY)], session="chat-b",
@@ -108,7 +108,7 @@ def test_context_never_crosses_a_workspace_even_under_the_same_session_id(home, 
 
 
 def test_a_system_file_is_not_brought_in_by_context_unless_include_system(ws, memory_root):
-    root = h.memory_root
+    root = memory_root
     put_turns(root, [("project_asked.md", ASKED)], session="chat-1")
     put_turns(root, [("_system/dreaming/run.md", "Dreaming run notes.")], session="chat-1", start_minutes=59)
     h.reindex(ws, include_system=True)
@@ -118,7 +118,7 @@ def test_a_system_file_is_not_brought_in_by_context_unless_include_system(ws, me
 
 
 def test_the_catalog_keeps_the_session_a_memory_was_first_recorded_in(ws, memory_root):
-    root = h.memory_root
+    root = memory_root
     r.put(root, "project_first.md", name="First", body="One.", session="chat-1")
     r.put(root, "project_loose.md", name="Loose", body="Two.")
     h.reindex(ws)
@@ -142,7 +142,7 @@ def test_a_write_in_a_session_records_that_session_and_its_follower_is_recalled(
 def test_session_facts_kept_per_generation_follow_a_reply_written_after_a_search(ws, memory_root):
     # The successors and headers that session context reads are kept per memory generation: a memory written
     # after a search is seen by the next one, and asking again gives the same answer from what was kept.
-    root = h.memory_root
+    root = memory_root
     put_filler(root)
     put_turns(root, [("project_asked.md", ASKED)], session="chat-1")
     h.reindex(ws)

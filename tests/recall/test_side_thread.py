@@ -42,7 +42,7 @@ def test_inside_a_transaction_recall_runs_in_the_calling_thread(workspace_dir, m
     from tests import helpers as h
 
     rh.ensure_workspace(workspace_dir)
-    rh.put(h.memory_root, "project_side.md", name="Side Thread", body="The side thread answers.")
+    rh.put(memory_root, "project_side.md", name="Side Thread", body="The side thread answers.")
 
     h.reindex(workspace_dir)
     before = side_thread.side_runs
@@ -62,7 +62,7 @@ def test_on_an_in_memory_database_recall_runs_in_the_calling_thread(workspace_di
     from tests import helpers as h
 
     rh.ensure_workspace(workspace_dir)
-    rh.put(h.memory_root, "project_side.md", name="Side Thread", body="The side thread answers.")
+    rh.put(memory_root, "project_side.md", name="Side Thread", body="The side thread answers.")
 
     h.reindex(workspace_dir)
     assert rh.filenames(rh.search(workspace_dir, "side thread answers")) == ["project_side.md"]

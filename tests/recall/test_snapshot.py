@@ -162,7 +162,7 @@ def test_an_unknown_parent_session_is_not_found(ws):
 
 def test_system_content_never_appears_in_a_snapshot(ws, memory_root):
     seed(ws)
-    r.put(h.memory_root, "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
+    r.put(memory_root, "_system/dreaming/project_dream_artifact.md", name="Dream artifact",
           description="Zanzibar quokka dream", body="Zanzibar quokka consolidation notes from the nightly dream.")
     h.reindex(ws, include_system=True)
     assert r.filenames(r.search(ws, "zanzibar quokka", include_system=True))  # it is indexed
@@ -177,7 +177,7 @@ def test_the_index_is_capped_at_max_lines_and_marked_when_truncated(ws, monkeypa
     monkeypatch.setenv("COMPOZY_MEMORY__FILE__MAX_LINES", "3")
     words = ["alpha", "bravo", "charlie", "delta", "echo"]
     for index, word in enumerate(words):
-        r.put(h.memory_root, f"project_{word}.md", name=f"{word.title()} note", description=f"{word} topic",
+        r.put(memory_root, f"project_{word}.md", name=f"{word.title()} note", description=f"{word} topic",
               body=f"Everything about {word}{index}.", age=timedelta(minutes=10 - index))
     h.reindex(ws)
     text = r.snapshot(ws)["text"]
@@ -191,7 +191,7 @@ def test_the_index_is_capped_at_max_lines_and_marked_when_truncated(ws, monkeypa
 def test_the_index_is_capped_at_max_bytes_and_marked_when_truncated(ws, monkeypatch, memory_root):
     monkeypatch.setenv("COMPOZY_MEMORY__FILE__MAX_BYTES", "200")
     for index, word in enumerate(["alpha", "bravo", "charlie", "delta", "echo"]):
-        r.put(h.memory_root, f"project_{word}.md", name=f"{word.title()} note",
+        r.put(memory_root, f"project_{word}.md", name=f"{word.title()} note",
               description=f"{word} topic with a fairly long description", body=f"About {word}{index}.",
               age=timedelta(minutes=10 - index))
     h.reindex(ws)
@@ -205,16 +205,16 @@ def test_the_index_is_capped_at_max_bytes_and_marked_when_truncated(ws, monkeypa
 
 def test_without_memory_md_the_index_is_built_from_frontmatter(ws, memory_root):
     seed(ws)
-    (h.memory_root / "MEMORY.md").unlink()
+    (memory_root / "MEMORY.md").unlink()
     text = r.snapshot(ws)["text"]
     assert "- [Runtime Docs](project_runtime_docs.md) — Where the runtime docs sit" in text
     assert "- [Grafana Boards](reference_grafana_boards.md) — Latency dashboards" in text
 
 
 def test_a_stale_index_entry_is_flagged(ws, memory_root):
-    r.put(h.memory_root, "project_old_fact.md", name="Old fact", body="Deploys freeze on Fridays.",
+    r.put(memory_root, "project_old_fact.md", name="Old fact", body="Deploys freeze on Fridays.",
           age=timedelta(days=4))
-    r.put(h.memory_root, "project_new_fact.md", name="New fact", body="Deploys resume on Mondays.")
+    r.put(memory_root, "project_new_fact.md", name="New fact", body="Deploys resume on Mondays.")
     h.reindex(ws)
     lines = {line.split("](")[0]: line for line in r.snapshot(ws)["text"].splitlines() if line.startswith("- [")}
     assert lines["- [Old fact"].endswith("(written 4 days ago; verify before relying on it)")

@@ -61,7 +61,7 @@ def test_the_section_stays_within_its_budget_for_every_scope_and_agent_tier(home
 
 
 def test_the_index_lists_feedback_then_user_preferences_then_the_most_recent_not_by_filename(ws, memory_root):
-    root = h.memory_root
+    root = memory_root
     r.put(root, "project_aaa_oldest.md", name="Aaa oldest", body="Old project note.", age=timedelta(days=30))
     r.put(root, "project_bbb_newest.md", name="Bbb newest", body="New project note.", age=timedelta(minutes=1))
     r.put(root, "user_zzz_prefers.md", name="Zzz prefers", body="The user prefers terse answers.",

@@ -8,7 +8,11 @@ import pytest
 from memory.domain.document import conflict_marker_line
 from tests.helpers import workspace_root
 
-HUNK = """The staging database listens on port 5433.
+HUNK = """<<<<<<< HEAD
+The staging database listens on port 5433.
+=======
+The staging database listens on port 6543.
+>>>>>>> feature"""
 CONFLICTED = "---\nname: Staging database\ndescription: where it listens\n---\n\n" + HUNK + "\n"
 
 

@@ -45,6 +45,7 @@ from memory.cli.flags import flag_of, shape_of
 from memory.verbs import INCOMPLETE_EXIT, Verb, all_verbs
 from tests.api.conftest import start_server, stop_server
 from tests.conftest import COMPOZY
+from tests.extractor.helpers import seed_dead_letters
 from tests.helpers import tool_document
 
 PER_CALL = {"id", "reverts", "decided_at", "applied_at", "created_at", "updated_at", "candidate_hash",
@@ -299,22 +300,7 @@ def run_table(call: Callable[[str, dict[str, Any]], tuple[bool, dict[str, Any]]]
     return results
 
 
-def seed_dead_letters(home: Path) -> list[str]:
-    """Two dead letters of session par-x, the same in every home: a submit that failed (its candidate replays)
-    and a provider failure whose turns are not in the ledger (it cannot be replayed)."""
-    from datetime import UTC, datetime
 
-    from memory.domain.extraction import ExtractedMemory, FailureSource, RunSource, StagedCandidate
-    from memory.extractor import inbox
-
-    source = {"session": "par-x", "root_session": "par-x", "from_seq": 1, "until_seq": 3}
-    line = StagedCandidate(source=RunSource(**source), memory=ExtractedMemory(
-        type="user", scope="global", agent_tier=None, content="My pager is pagerduty.", evidence=[3],
-        entity="user", attribute="pager")).line()
-    return [inbox.record_failure(home / "memory", stage=stage, source=FailureSource(**source), error="seeded",
-                                 content=content, name_hint=f"par-x-{minute}.jsonl",
-                                 now=datetime(2026, 1, 2, 12, minute, tzinfo=UTC))
-            for stage, content, minute in (("submit", line + "\n", 1), ("provider", "", 2))]
 
 
 def claude_folder(root: Path) -> Path:
