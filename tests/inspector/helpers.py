@@ -7,6 +7,9 @@ import re
 from django.test import Client
 
 from inspector.signin import create_link
+from memory.domain.enums import Origin
+from memory.services import snapshots
+from memory.services.inputs import Caller
 
 HOST = "127.0.0.1"
 
@@ -29,3 +32,9 @@ def signed_in_client(**kwargs) -> Client:
 def page_text(response) -> str:
     # A file name's <wbr> line-break hints are presentation only; the assertions read the text around them.
     return response.content.decode().replace("<wbr>", "")
+
+
+def start_session(cwd, session_id: str, **fields) -> None:
+    """What a session start does: assemble the snapshot for `session_id` at `cwd`."""
+    snapshots.snapshot_assemble(data=snapshots.SnapshotInput.parse({"session_id": session_id, **fields}),
+                                caller=Caller(origin=Origin.CLI, cwd=cwd))

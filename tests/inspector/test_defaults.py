@@ -206,7 +206,7 @@ def test_the_dreaming_page_opens_on_a_workspace_the_one_seen_last_never_on_nothi
 
 def test_no_page_prints_a_raw_timestamp_every_time_is_a_relative_time_element(home, workspace_dir):
     from tests.background.dreaming_helpers import ready, trigger
-    from tests.inspector.test_snapshot_sessions import start_session
+    from tests.inspector.helpers import start_session
 
     ready(workspace_dir)
     run = trigger(workspace_dir)["dream"]

@@ -12,15 +12,10 @@ from memory.domain.errors import ScopeInvalid
 from memory.services import snapshots
 from memory.services.inputs import Caller
 from tests import helpers as h
-from tests.inspector.helpers import page_text, signed_in_client
+from tests.inspector.helpers import page_text, signed_in_client, start_session
 from tests.recall import helpers as r
 
 pytestmark = pytest.mark.django_db
-
-
-def start_session(cwd, session_id: str, **fields) -> None:
-    snapshots.snapshot_assemble(data=snapshots.SnapshotInput.parse({"session_id": session_id, **fields}),
-                                caller=Caller(origin=Origin.CLI, cwd=cwd))
 
 
 @pytest.fixture

@@ -6,17 +6,14 @@ error messages."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
 
 from memory.verbs import all_verbs
-from tests.conftest import COMPOZY, Cli
-from tests.helpers import tool_document
+from tests.conftest import Cli
+from tests.surfaces.helpers import session
 
 ENUMS = {
     "scope": ["global", "workspace", "agent"],
@@ -26,22 +23,6 @@ ENUMS = {
     "origin": ["cli", "http", "uds", "tool", "extractor", "dreaming", "file", "provider"],
     "sort": ["recent", "name"],
 }
-
-
-def session(cli, *args: str, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[Any], list[tuple[bool, Any]]]:
-    """Start `compozy mcp <args>`, list its tools, make the calls in order; return (tools, [(is_error, doc)])."""
-    params = StdioServerParameters(command=COMPOZY, args=["mcp", *args], env=cli.env(), cwd=str(cli.cwd))
-
-    async def go():
-        async with Client(params) as client:
-            tools = (await client.list_tools()).tools
-            answers = []
-            for name, arguments in calls:
-                ok, document = tool_document(await client.call_tool(name, arguments))
-                answers.append((not ok, document))
-            return tools, answers
-
-    return asyncio.run(go())
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import workspace_root
-from tests.surfaces.test_mcp_agent import session
+from tests.surfaces.helpers import session
 
 
 def propose(name: str, description: str, content: str) -> tuple[str, dict]:

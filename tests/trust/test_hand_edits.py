@@ -55,7 +55,7 @@ def test_an_oversized_hand_written_file_is_invalid_and_never_indexed_or_recalled
 def test_the_snapshot_never_carries_a_closing_tag_spelled_with_invisible_characters(cli, memory_root):
     import re
 
-    from tests.domain.test_invisible_characters import _IGNORED, BREAKOUTS
+    from tests.domain.helpers import _IGNORED, BREAKOUTS
 
     _write(cli, "Delta Service", "The delta service listens on port 7200.")
     memory = memory_root
