@@ -37,7 +37,7 @@ def test_a_dreaming_run_deletes_the_older_of_two_memories_stating_one_fact_and_r
                    content="Production deploys to Fly.io.")["decision"]["target_filename"]
     staging = h.write(ws, name="Staging host", description="Where staging is deployed",
                       content="Staging deploys to Fly.io.")["decision"]["target_filename"]
-    root = ws / ".compozy" / "memory"
+    root = h.workspace_root(ws)
     (root / "project_production_on_render.md").write_text(RENDER)  # by hand: no supersede rule ran
     h.reindex(ws)
     assert (root / host).is_file()

@@ -4,6 +4,8 @@ edit that changes the fact in the body changes the description, so the index doe
 
 from __future__ import annotations
 
+from tests.helpers import workspace_root
+
 
 def write(cli, name: str, description: str, content: str) -> dict:
     result = cli("memory", "write", "--type", "project", "--name", name, "--description", description,
@@ -13,7 +15,7 @@ def write(cli, name: str, description: str, content: str) -> dict:
 
 
 def test_a_newer_fact_written_on_the_cli_supersedes_the_older_and_search_finds_the_newer(cli):
-    memories = cli.cwd / ".compozy" / "memory"
+    memories = workspace_root(cli.cwd)
     first = write(cli, "Production host", "Where production is deployed", "Production deploys to Fly.io.")
     second = write(cli, "Production move", "Production moved to Render", "Production moved from Fly.io to Render.")
     assert (second["op"], second["target_filename"]) == ("update", first["target_filename"]), second
@@ -26,7 +28,7 @@ def test_a_newer_fact_written_on_the_cli_supersedes_the_older_and_search_finds_t
 
 
 def test_an_edit_that_changes_the_fact_changes_the_description_and_the_index_line(cli):
-    memories = cli.cwd / ".compozy" / "memory"
+    memories = workspace_root(cli.cwd)
     write(cli, "Production host", "Production deploys to Fly.io", "Production deploys to Fly.io.")
     edited = cli("memory", "edit", "project_production_host.md", "--content", "Production deploys to Render.",
                  "--description", "Production deploys to Render")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 
+from tests.helpers import workspace_root
+
 
 def listed(cli) -> dict[str, str]:
     result = cli("memory", "list", "-o", "json")
@@ -20,8 +22,8 @@ def test_memory_list_shows_a_hand_edits_time_and_keeps_a_controller_written_file
                       "--content", f"{name}: first version.")
         assert written.code == 0, written.stderr
     before = listed(cli)
-    edited = cli.cwd / ".compozy" / "memory" / "project_deploy_target.md"
-    touched = cli.cwd / ".compozy" / "memory" / "project_billing_worker.md"
+    edited = workspace_root(cli.cwd) / "project_deploy_target.md"
+    touched = workspace_root(cli.cwd) / "project_billing_worker.md"
     later = (datetime.now(UTC) + timedelta(days=2)).replace(microsecond=0)
     edited.write_text(edited.read_text().replace("first version.", "second version, edited by hand."))
     for path in (edited, touched):

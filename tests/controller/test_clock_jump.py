@@ -10,6 +10,7 @@ import pytest
 
 import memory.domain.models
 from tests import helpers
+from tests.helpers import workspace_root
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +20,7 @@ def test_a_backward_clock_jump_between_an_agent_edit_and_a_hand_edit_loses_no_ve
     real_clock = memory.domain.models.clock
     written = helpers.write(workspace_dir, name="Staging port", content="Staging listens on port 5432.")
     filename = written["decision"]["target_filename"]
-    path = workspace_dir / ".compozy" / "memory" / filename
+    path = workspace_root(workspace_dir) / filename
     # The agent's edit happens while the clock says three hours earlier than the first write.
     monkeypatch.setattr(memory.domain.models, "clock", lambda: real_clock() - timedelta(hours=3))
     helpers.edit(workspace_dir, filename=filename, content="Staging listens on port 6543.")
