@@ -137,8 +137,8 @@ def prefill(env: common.Env, size: int, seed: int) -> dict[str, object]:
     # The detail page's memory: a project memory the snapshot index places (the first one it lists), edited through
     # the controller, so its history holds more than the reindex's one decision.
     placed = snapshot_assemble(data=SnapshotInput.parse({}), caller=caller).entries
-    detail = next(entry["filename"] for entry in placed
-                  if entry["source"] == "index" and entry["filename"].startswith("project_"))
+    detail = next(entry.filename for entry in placed
+                  if entry.source == "index" and entry.filename.startswith("project_"))
     edit_ops = []
     for _ in range(EDITS):
         item = common.prose_content(words)
