@@ -30,7 +30,7 @@ ADMIN_TOOLS = {"compozy__memory_health", "compozy__memory_admin_history", "compo
                "compozy__session_events", "compozy__session_history", "compozy__session_list",
                "compozy__session_resume", "compozy__memory_agents", "compozy__import_claude_code",
                "compozy__workspace_list", "compozy__workspace_show", "compozy__workspace_adopt",
-               "compozy__workspace_fork"}
+               "compozy__workspace_fork", "compozy__memory_resolve", "compozy__memory_sync"}
 
 
 def call(server, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
