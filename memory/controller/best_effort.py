@@ -1,5 +1,6 @@
-"""Best-effort writes: bookkeeping (recall signals, the snapshot cache) that must never hold an answer back
-waits only briefly for another process's write lock, then is skipped and logged."""
+"""Best-effort writes: bookkeeping (recall signals, the snapshot cache, a root's freshness stamp) that must never
+hold an answer back waits only briefly for another process's write lock, then is skipped and logged; on a
+read-only database it is skipped at once (reads keep working on a read-only home)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ def best_effort_write(write: Callable[[], None], *, what: str) -> bool:
             write()
         return True
     except OperationalError as exc:
-        if "locked" not in str(exc) and "busy" not in str(exc):
+        message = str(exc)
+        if "readonly" in message or "read-only" in message:
+            _log.warning("skipped %s: the database is read-only", what)
+            return False
+        if "locked" not in message and "busy" not in message:
             raise
         _log.warning("skipped %s: the database is busy with another writer", what)
         return False

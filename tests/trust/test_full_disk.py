@@ -4,12 +4,10 @@ allowed the tests are skipped, saying so."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,29 +15,7 @@ import pytest
 from bench.crash_loop import fill
 from tests.conftest import Cli
 from tests.helpers import workspace_root
-
-
-def _mount_tmpfs(target: Path, size: str) -> None:
-    target.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): no real full filesystem")
-
-
-@contextlib.contextmanager
-def tmpfs(target: Path, size: str = "1m") -> Iterator[Path]:
-    _mount_tmpfs(target, size)
-    try:
-        yield target
-    finally:
-        subprocess.run(["umount", "-l", str(target)], capture_output=True)
-
-
-def new_checkout(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    (path / ".git").mkdir(exist_ok=True)
-    return path
+from tests.trust.helpers import new_checkout, tmpfs
 
 
 def write(cli: Cli, cwd: Path, name: str, content: str, **env: str):
@@ -75,18 +51,22 @@ def test_a_write_on_a_full_disk_fails_cleanly_before_deciding_and_other_workspac
         assert cli("memory", "list", "-o", "json", cwd=full).code == 0
 
 
+def decided_then_full(cli: Cli, mount: Path) -> tuple[Path, Path]:
+    """A checkout on the tmpfs `mount` with one memory written, then a writer killed right after its second
+    decision is durable, then the disk filled: the checkout and the filler file (remove it to free the space)."""
+    full = new_checkout(mount / "project")
+    assert write(cli, full, "First fact", "The first fact fits.").code == 0
+    killed = write(cli, full, "Second fact", "Decided before the disk filled.", COMPOZY_FAULT="after_decision_commit")
+    assert killed.code == 86, killed.stderr
+    return full, fill(mount)
+
+
 def test_a_decision_that_cannot_be_applied_holds_its_root_only_and_lands_when_space_returns(
         cli: Cli, tmp_path: Path) -> None:
     other = new_checkout(tmp_path / "other")
     assert write(cli, other, "Other fact", "The other project deploys on Fridays.").code == 0
     with tmpfs(tmp_path / "full") as mount:
-        full = new_checkout(mount / "project")
-        assert write(cli, full, "First fact", "The first fact fits.").code == 0
-        # The writer dies right after its decision is durable; then the disk fills up.
-        killed = write(cli, full, "Second fact", "Decided before the disk filled.",
-                       COMPOZY_FAULT="after_decision_commit")
-        assert killed.code == 86, killed.stderr
-        filler = fill(mount)
+        full, filler = decided_then_full(cli, mount)
         # Every process replays first: one held root must not stop reads elsewhere, nor the home.
         listed = cli("memory", "list", "-o", "json", cwd=other)
         assert listed.code == 0, listed.stderr
@@ -165,12 +145,7 @@ print(json.dumps({"minutes": schedule.minutes, "result": pydoc.locate(schedule.f
 def test_the_servers_schedule_applies_a_held_decision_once_space_returns_and_health_clears(
         cli: Cli, tmp_path: Path) -> None:
     with tmpfs(tmp_path / "full") as mount:
-        full = new_checkout(mount / "project")
-        assert write(cli, full, "First fact", "The first fact fits.").code == 0
-        killed = write(cli, full, "Second fact", "Decided before the disk filled.",
-                       COMPOZY_FAULT="after_decision_commit")
-        assert killed.code == 86, killed.stderr
-        filler = fill(mount)
+        full, filler = decided_then_full(cli, mount)
         health = cli("memory", "health", "-o", "json", cwd=full).json
         assert [h["reason"] for h in health["held_roots"]] == ["disk_full"]
         pending = health["held_roots"][0]["decision_id"]

@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from tests.api.conftest import start_server, stop_server
 from tests.conftest import COMPOZY, Cli
 from tests.helpers import tool_document
+from tests.trust.helpers import new_checkout, tmpfs
 
 
 @contextlib.contextmanager
@@ -102,13 +103,8 @@ def test_a_hook_while_the_database_is_held_exits_0_without_a_traceback_and_logs_
     assert all("Traceback" not in str(entry) for entry in agent.log())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap (issue 24 item 7): over `compozy mcp` compozy__memory_list on a read-only home answers "
-    "memory.storage.read_only (some write on the read path of the MCP surface); the CLI reads fine"))
 def test_over_the_mcp_sdk_a_read_only_home_answers_reads_and_refuses_a_write_with_the_storage_code(
         cli: Cli, tmp_path: Path) -> None:
-    from tests.trust.test_full_disk import new_checkout, tmpfs
-
     with tmpfs(tmp_path / "rohome", "64m") as mount:
         ro = Cli(home=mount, cwd=new_checkout(tmp_path / "roproject"))
         assert ro("memory", "write", "--type", "project", "--name", "First fact", "--description", "d",
