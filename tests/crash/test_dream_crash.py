@@ -22,7 +22,7 @@ import pytest
 
 from tests.background.dreaming_helpers import SUBJECTS
 from tests.conftest import COMPOZY
-from tests.crash.test_crash_replay import WRITER, Run
+from tests.crash.run import WRITER, Run
 
 
 def prepare(base: Path) -> tuple[Run, list[str]]:

@@ -7,7 +7,7 @@ import pytest
 
 from memory.controller.faults import FAULT_EXIT_CODE
 from memory.domain.passages import SPLIT_WORDS
-from tests.crash.test_crash_replay import Run
+from tests.crash.run import Run
 
 LONG = "".join(f"## Step {n}\n\n" + " ".join(f"stage{n}word{k}" for k in range(90)) + "\n\n" for n in range(5))
 

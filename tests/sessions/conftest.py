@@ -11,3 +11,12 @@ def sync_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
     from django_q.conf import Conf
 
     monkeypatch.setattr(Conf, "SYNC", True)
+
+
+@pytest.fixture
+def http_provider(monkeypatch, completions):
+    """The HTTP provider, pointed at the one fake chat-completions endpoint (tests/fake_completions.py)."""
+    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__KIND", "'openai'")
+    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__BASE_URL", f"'{completions.url}'")
+    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__MODEL", "'m'")
+    return completions

@@ -75,3 +75,12 @@ def turn(turn_id: str, ask: str, answer: str, *, end: str = "done", key: bool = 
 
 def checkpoint_path(ws: Path) -> Path:
     return workspace_root(ws) / "project_checkpoint_summary.md"
+
+
+def valid_answer(goal: str) -> str:
+    """A checkpoint a provider could answer: every section, the goal given."""
+    from memory.domain import checkpoint
+
+    sections = checkpoint.empty_sections()
+    sections["goal"] = [goal]
+    return checkpoint.render(sections)

@@ -18,6 +18,7 @@ from memory.services import checkpoints
 from tests import helpers as h
 from tests.recall import helpers as r
 from tests.sessions import helpers as s
+from tests.sessions.helpers import valid_answer
 
 TRANSCRIPT = [
     {"seq": 1, "kind": "user_message", "content": "Migrate the billing worker to asyncio. Keep retries."},
@@ -241,19 +242,6 @@ def test_one_workspaces_checkpoint_never_enters_another_workspaces_snapshot(
 # ----- failed generations leave the file byte-identical --------------------------------------------------------
 
 
-@pytest.fixture
-def http_provider(monkeypatch, completions):
-    """The HTTP provider, pointed at the one fake chat-completions endpoint (tests/fake_completions.py)."""
-    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__KIND", "'openai'")
-    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__BASE_URL", f"'{completions.url}'")
-    monkeypatch.setenv("COMPOZY_MEMORY__PROVIDER__MODEL", "'m'")
-    return completions
-
-
-def valid_answer(goal: str) -> str:
-    sections = checkpoint.empty_sections()
-    sections["goal"] = [goal]
-    return checkpoint.render(sections)
 
 
 def test_the_http_provider_gets_a_prompt_and_a_valid_answer_becomes_the_checkpoint(

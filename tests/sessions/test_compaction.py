@@ -16,7 +16,7 @@ from memory.models import Session
 from tests import helpers as h
 from tests.recall import helpers as r
 from tests.sessions import helpers as s
-from tests.sessions.test_checkpoint import http_provider, valid_answer  # noqa: F401 - fixture
+from tests.sessions.helpers import valid_answer
 
 pytestmark = pytest.mark.django_db
 WINDOW = 10_000

@@ -13,7 +13,7 @@ import pytest
 
 from bench.live import start_serve, stop_serve
 from tests.conftest import COMPOZY, Cli
-from tests.sessions.test_claude_code_hooks import SESSION, Agent
+from tests.sessions.claude_agent import SESSION, Agent
 
 HEAVY = ("django", "pydantic", "mcp", "rest_framework")
 

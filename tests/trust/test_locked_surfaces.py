@@ -88,7 +88,7 @@ def test_an_mcp_tool_call_gets_a_controller_timeout_error_while_the_database_is_
 
 
 def test_a_hook_while_the_database_is_held_exits_0_without_a_traceback_and_logs_controller_timeout(cli: Cli) -> None:
-    from tests.sessions.test_claude_code_hooks import Agent
+    from tests.sessions.claude_agent import Agent
 
     agent = Agent(cli)
     agent.write_transcript("phase1")
