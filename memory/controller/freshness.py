@@ -77,7 +77,9 @@ def catch_up(ref: ScopeRef, root: Path, config: Config, *, origin: Origin = Orig
         return []
     decided: list[str] = []
     limits = Limits(config.memory.file.max_lines, config.memory.file.max_bytes)
-    changed = changed_files(ref.root_key, root)
+    # A link in place of a memory is never followed nor reconciled (health reports it): it must not stop the
+    # call that noticed it, which may only read.
+    changed = [name for name in changed_files(ref.root_key, root) if not (root / name).is_symlink()]
     if changed:
         with exclusive(config):
             if len(changed) >= BATCH_FROM:

@@ -34,7 +34,7 @@ from django.db import connection
 from compozy.config import Config
 from memory.domain.document import conflict_marker_line
 from memory.domain.enums import MUTATING_OPS, Op, Origin
-from memory.domain.errors import SyncFailed
+from memory.domain.errors import SyncFailed, ValidationError
 from memory.domain.models import ScopeRef
 from memory.domain.names import INDEX_FILENAME, is_memory_document_name
 from memory.models import Decision
@@ -198,7 +198,8 @@ def _ensure_repository(root: Path, remote: str | None) -> tuple[bool, str]:
     initialized = False
     if not git.is_repository(root):
         if not remote:
-            raise SyncFailed(
+            # The request lacks what it needs (a 400, exit 2), not a git step that failed (SyncFailed, a 502).
+            raise ValidationError(
                 "This memory root is not synced yet: the first sync needs the remote to sync with (a bare "
                 "repository's path, or a private repository's URL).",
                 details={"field": "remote", "reason": "no_remote"})

@@ -1,7 +1,8 @@
 """The crash loop and the soak, bounded, so a regression fails the suite (the full runs are in docs/benchmarks.md).
 
 - 50 iterations of bench/crash_loop.py: real worker processes doing a random operation (write, edit, delete,
-  revert, batch propose, reindex after a hand edit), SIGKILLed at a controller step or at a random moment, each
+  revert, batch propose, reindex after a hand edit), SIGKILLed at a controller step or at a random moment, or
+  meeting a database another process holds or a full disk, each
   followed by a start-up (replay) and the invariants of tests/crash/invariants.py. The seed's plan covers every
   operation and every kill point.
 - 20 seconds of bench/soak.py: CLI, TCP, socket, MCP over stdio and the task cluster's reindex at once, with no
@@ -20,7 +21,7 @@ from tests.helpers import workspace_root
 
 sys.path.insert(0, str(REPO / "bench"))
 
-from crash_loop import OPS, RANDOM, STEPS, plan  # noqa: E402
+from crash_loop import DB_LOCKED, DISK_FULL, OPS, RANDOM, STEPS, plan  # noqa: E402
 
 ITERATIONS = 50
 SEED = 2  # its plan covers every operation and every kill point (checked below, before the run)
@@ -36,7 +37,7 @@ def run_bench(script: str, *args: str, timeout: int) -> dict:
 def test_a_bounded_crash_loop_kills_every_kind_of_operation_at_every_step_and_loses_nothing():
     planned = plan(ITERATIONS, random.Random(SEED))
     assert {op for op, _step, _delay in planned} == set(OPS)
-    assert {step for _op, step, _delay in planned} == {*STEPS, RANDOM}
+    assert {step for _op, step, _delay in planned} == {*STEPS, RANDOM, DB_LOCKED, DISK_FULL}
     result = run_bench("crash_loop.py", "--iterations", str(ITERATIONS), "--seed", str(SEED), timeout=1800)
     assert result["violations"] == [], json.dumps(result["violations"][:10], indent=2)
     assert result["errors"] == [], json.dumps(result["errors"][:3], indent=2)

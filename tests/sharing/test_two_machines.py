@@ -140,8 +140,8 @@ def test_two_machines_share_memory_through_git_and_a_conflict_is_reported_resolv
 
 def test_the_first_sync_without_a_remote_says_which_field_is_missing(cli):
     result = cli("memory", "sync", "-o", "json")
-    assert result.code == 12
-    assert result.json["code"] == "memory.sync.failed" and result.json["details"]["field"] == "remote"
+    assert result.code == 2
+    assert result.json["code"] == "memory.validation" and result.json["details"]["field"] == "remote"
 
 
 def test_a_remote_carrying_a_password_is_refused_and_never_stored_nor_printed(cli):

@@ -401,7 +401,7 @@ def test_the_scenarios_exercise_what_they_claim(outcomes):
     assert results[28][1]["code"] == "memory.validation" and results[28][1]["details"]["reason"] == "exactly_one"
     assert results[-4][1]["code"] == "memory.validation" and results[-4][1]["details"]["reason"] == "not_conflicted"
     assert results[-3][1]["code"] == "memory.not_found"
-    assert results[-2][1]["code"] == "memory.sync.failed" and results[-2][1]["details"]["reason"] == "no_remote"
+    assert results[-2][1]["code"] == "memory.validation" and results[-2][1]["details"]["reason"] == "no_remote"
     assert results[-1][1]["details"] == {"field": "remote", "reason": "credentials_in_url"}
 
 
