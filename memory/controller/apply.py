@@ -28,7 +28,7 @@ from memory.models import Decision
 from memory.store import files
 from memory.store.index_md import HEADER, index_line, render_index, splice_index
 
-from . import faults
+from . import faults, stamps
 from .decision_log import stamp_applied
 from .events import decision_events_record
 from .roots import ref_from_row
@@ -42,14 +42,19 @@ def _file_matches(path: Path, text: str, digest: str) -> bool:
 
 
 def apply_decision(decision: Decision, *, root: Path, document: Document | None = None,
-                   replaying: bool = False, external: bool = False, reserved: Path | None = None) -> None:
+                   replaying: bool = False, external: bool = False, reserved: Path | None = None,
+                   mtime_before: int | None = None) -> None:
     """`replaying`: the decision may have partly landed before a crash. `external`: the file was put there by
     hand, so an older MEMORY.md may already list it, and the file is the person's: it is never written or removed
     here, even when it changed again since it was read (the next reconcile records that change). `reserved`: the
-    temp file already holding the post content (written before the decision was committed), renamed into place."""
+    temp file already holding the post content (written before the decision was committed), renamed into place;
+    `mtime_before`: the root directory's mtime before that temp file was created (else read here)."""
     ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
     filename = decision.target_filename
     curated = not is_system_path(filename)
+    # The directory's mtime before this write: the freshness stamp follows the controller's own change (a file
+    # the person put there is reconciled, and stamped, by freshness itself).
+    before = None if external else (mtime_before if mtime_before is not None else stamps.root_mtime(root))
     if decision.op in (Op.ADD, Op.UPDATE):
         path = files.safe_path(root, filename)
         matches = _file_matches(path, decision.post_content, decision.post_content_hash)
@@ -85,6 +90,7 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
                     append_index_line(ref.root_key, root, line)
                 elif replaying or external or previous != (row.name, row.description):
                     update_index_line(ref.root_key, root, filename, line)
+            stamps.advance(ref.root_key, before, stamps.root_mtime(root))
             _record_applied(decision)
     elif decision.op == Op.DELETE:
         if not external:
@@ -93,6 +99,7 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
             delete_rows(ref.root_key, [filename])
             if curated:
                 update_index_line(ref.root_key, root, filename, None)
+            stamps.advance(ref.root_key, before, stamps.root_mtime(root))
             _record_applied(decision)
     else:
         with transaction.atomic():

@@ -39,6 +39,7 @@ from memory.providers import get_provider
 from memory.store import files
 from memory.store.workspace import read_identity
 
+from . import stamps
 from .apply import apply_decision
 from .decision_log import (
     decision_exists,
@@ -245,6 +246,8 @@ def persist_and_apply(decision: Decision, *, root: Path, document: Document | No
     # Between the reserve and the commit a kill leaves a temp file that no decision names: the marker says where,
     # for the next holder of the write lock (after the commit, replay owns the root's temp files).
     files.write_marker(_reservation_marker(), str(root))
+    # Before the reservation's temp file moves it: the freshness stamp follows this write from here.
+    mtime_before = stamps.root_mtime(root)
     try:
         reserved = reserve(decision, root)
         try:
@@ -256,7 +259,8 @@ def persist_and_apply(decision: Decision, *, root: Path, document: Document | No
     finally:
         files.remove_marker(_reservation_marker())
     ref = ref_from_row(decision.scope, decision.workspace_id, decision.agent_name, decision.agent_tier)
-    held = _apply_or_hold(decision, ref, apply_decision, decision, root=root, document=document, reserved=reserved)
+    held = _apply_or_hold(decision, ref, apply_decision, decision, root=root, document=document, reserved=reserved,
+                          mtime_before=mtime_before)
     if held:
         reason, strerror = held
         raise DecisionPending(

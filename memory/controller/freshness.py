@@ -12,8 +12,6 @@ reconciled, under the write lock, through `reconcile_file` (origin `file`); many
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
 from django.db import connection
@@ -25,32 +23,12 @@ from memory.domain.models import ScopeRef
 from memory.domain.names import is_memory_document_name
 from memory.store import files
 
-from .best_effort import best_effort_write
+from . import stamps
 from .core import exclusive
 from .reconcile import reconcile_file, reindex_root
 
 # Above this many changed files one batch (one durable commit, one catalog transaction) beats a commit per file.
 BATCH_FROM = 16
-
-
-def _key(root_key: str) -> str:
-    return "root_mtime:" + hashlib.sha256(root_key.encode()).hexdigest()[:40]
-
-
-def _recorded(key: str) -> int | None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT value FROM memory_state WHERE key = %s", [key])
-        row = cursor.fetchone()
-    return None if row is None else row[0]
-
-
-def _record(key: str, mtime_ns: int) -> None:
-    def write() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("INSERT INTO memory_state (key, value) VALUES (%s, %s) "
-                           "ON CONFLICT(key) DO UPDATE SET value = excluded.value", [key, mtime_ns])
-
-    best_effort_write(write, what="the root's freshness stamp")
 
 
 def changed_files(root_key: str, root: Path) -> list[str]:
@@ -68,12 +46,10 @@ def catch_up(ref: ScopeRef, root: Path, config: Config, *, origin: Origin = Orig
              force: bool = False) -> list[str]:
     """Reconcile a root whose directory changed since it was last in step; returns the decision ids recorded.
     `force`: list it whatever its mtime says (`memory sync`, right after its own pull)."""
-    try:
-        mtime_ns = os.stat(root).st_mtime_ns
-    except (FileNotFoundError, NotADirectoryError):
+    mtime_ns = stamps.root_mtime(root)
+    if mtime_ns is None:
         return []
-    key = _key(ref.root_key)
-    if not force and _recorded(key) == mtime_ns:
+    if not force and stamps.recorded(ref.root_key) == mtime_ns:
         return []
     decided: list[str] = []
     limits = Limits(config.memory.file.max_lines, config.memory.file.max_bytes)
@@ -92,5 +68,5 @@ def catch_up(ref: ScopeRef, root: Path, config: Config, *, origin: Origin = Orig
                         decided.append(result.decision.id)
     # Recorded even when a file was invalid (a merge conflict): health reports it, and resolving it is a
     # controller write, which moves the mtime again.
-    _record(key, mtime_ns)
+    stamps.record(ref.root_key, mtime_ns)
     return decided

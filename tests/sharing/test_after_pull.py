@@ -57,6 +57,44 @@ def test_an_unchanged_root_is_not_listed_again(home, workspace_dir, monkeypatch)
     assert len(listed) == 1
 
 
+def test_the_controllers_own_writes_never_make_the_next_call_list_the_root(home, workspace_dir, monkeypatch):
+    """A write moves the root's mtime (it renames its file into place); the controller moves the stamp with it,
+    so a call after a write costs one stat, not a listing of every memory (a write in a root of 1,000 memories
+    spent half its time listing them)."""
+    from tests import helpers as h
+    h.write(workspace_dir, name="First", content="The first fact.")
+    h.listing(workspace_dir)  # in step from here on
+    listed: list[str] = []
+    real = freshness.changed_files
+    monkeypatch.setattr(freshness, "changed_files", lambda key, root: listed.append(key) or real(key, root))
+    h.write(workspace_dir, name="Second", content="The second fact.")
+    h.write(workspace_dir, name="Third", content="The third fact.")
+    h.listing(workspace_dir)
+    assert listed == []
+
+
+def test_a_root_changed_from_outside_keeps_its_stamp_through_a_controller_write(home, workspace_dir):
+    """The stamp follows a write only from the mtime it held: when something arrived from outside since (between
+    the call's check and its write), the old stamp stays, so the next call still lists and reconciles the root."""
+    from memory.controller import stamps
+    from tests import helpers as h
+    h.write(workspace_dir, name="First", content="The first fact.")
+    h.listing(workspace_dir)
+    key = h.workspace_root_key(workspace_dir) if hasattr(h, "workspace_root_key") else None
+    root_key = key or next(k for k in _root_keys() if k.startswith("workspace:"))
+    in_step = stamps.recorded(root_key)
+    assert in_step is not None
+    stamps.advance(root_key, in_step - 1, in_step + 5)  # the root had moved before this write: no advance
+    assert stamps.recorded(root_key) == in_step
+    stamps.advance(root_key, in_step, in_step + 5)
+    assert stamps.recorded(root_key) == in_step + 5
+
+
+def _root_keys() -> list[str]:
+    from memory.models import CatalogEntry
+    return sorted(set(CatalogEntry.objects.values_list("root_key", flat=True)))
+
+
 def test_two_clones_editing_one_memory_end_with_a_reported_conflict_resolved_with_nothing_lost(cli, tmp_path,
                                                                                                 workspace_dir):
     (workspace_dir / ".git").rmdir()
