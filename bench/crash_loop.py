@@ -46,6 +46,7 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -57,12 +58,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-WORKER = ROOT / "tests" / "crash" / "writer.py"
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# Its sibling `common` by name, as every bench imports it, also when a test imports this file as bench.crash_loop.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402  (puts the repository root on the path)
 
 from memory.controller.faults import STEPS  # noqa: E402  (pure Python, no Django)
+
+WORKER = common.ROOT / "tests" / "crash" / "writer.py"
 
 OPS = ("write", "edit", "delete", "revert", "propose", "reindex")
 # A delete unlinks (no temp file); a reindex records hand edits in one batch (no per-file write of its own).
@@ -376,24 +379,26 @@ def crash_loop(iterations: int, seed: int, base: Path, *, spawn: bool = False) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = common.parser(__doc__)
     parser.add_argument("--iterations", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--spawn", action="store_true", help="exec a fresh interpreter per worker (slower)")
     parser.add_argument("--keep", action="store_true", help="keep the temp home and workspace for inspection")
-    args = parser.parse_args()
+    # The loop builds its own home and workspace (on a tmpfs when it can mount one, for the disk_full fault), so
+    # common.main only records the commit measured; a violation or a worker error fails the run.
+    common.main(parser, measure, exit_code=lambda result: 1 if result["violations"] or result["errors"] else 0)
+
+
+def measure(_env: None, args: argparse.Namespace) -> dict[str, Any]:
     base = Path(tempfile.mkdtemp(prefix="compozy-crash-loop-"))
     try:
         result = crash_loop(args.iterations, args.seed, base, spawn=args.spawn)
     finally:
         if not args.keep:
-            import shutil
-
             shutil.rmtree(base, ignore_errors=True)
     if args.keep:
         result["kept"] = str(base)
-    print(json.dumps(result, indent=2))
-    sys.exit(1 if result["violations"] or result["errors"] else 0)
+    return result
 
 
 if __name__ == "__main__":

@@ -45,6 +45,8 @@ def test_a_bounded_crash_loop_kills_every_kind_of_operation_at_every_step_and_lo
     # The kills really happened: most operations pass the step they were planned to die at.
     assert result["kills"] >= ITERATIONS // 2, result
     assert sum(1 for step in STEPS if result["kills_per_step"][step] > 0) >= 4, result["kills_per_step"]
+    # Printed through bench/common.py's main(), like every bench: the commit and the machine it ran on.
+    assert result["machine"]["git"]["head"] and len(result["machine"]["load_average"]) == 3, result["machine"]
 
 
 def test_a_bounded_soak_of_every_surface_at_once_has_no_error_and_no_violation():
