@@ -28,18 +28,18 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def ws(home, workspace_dir):
-    identity = resolve_workspace(None, Caller(origin=Origin.CLI, cwd=workspace_dir), create=True)
-    return identity
+def ws_identity(home, workspace_dir):
+    """The workspace created at workspace_dir, as the resolver's identity (its id and directory)."""
+    return resolve_workspace(None, Caller(origin=Origin.CLI, cwd=workspace_dir), create=True)
 
 
 def global_root(home: Path) -> Path:
     return home / "memory"
 
 
-def extract(ws, session: str, *texts: str, first_seq: int = 1, context: list[Turn] | None = None):
+def extract(identity, session: str, *texts: str, first_seq: int = 1, context: list[Turn] | None = None):
     turns = [Turn(seq, "user", text) for seq, text in enumerate(texts, start=first_seq)]
-    return extract_turns(source=SessionSource(session, "root-" + session, ws.id), turns=turns,
+    return extract_turns(source=SessionSource(session, "root-" + session, identity.id), turns=turns,
                          context=context or [], config=load_config())
 
 
@@ -51,8 +51,8 @@ def line(session: str, content: str, attribute: str, *, ws_id: str = "", scope: 
     return StagedCandidate(source=source, memory=memory).line()
 
 
-def test_a_run_stages_one_file_named_by_time_and_last_seq_with_its_source_on_every_line(ws, home):
-    outcome = extract(ws, "sess-a", "My editor is helix.", "We use pnpm for package management.")
+def test_a_run_stages_one_file_named_by_time_and_last_seq_with_its_source_on_every_line(ws_identity, home):
+    outcome = extract(ws_identity, "sess-a", "My editor is helix.", "We use pnpm for package management.")
     path = global_root(home) / outcome.staged_file
     assert path.parent == global_root(home) / "_inbox" / "sess-a"
     assert path.name.endswith("-2.jsonl") and path.name[:8].isdigit()
@@ -61,8 +61,8 @@ def test_a_run_stages_one_file_named_by_time_and_last_seq_with_its_source_on_eve
         [("sess-a", "root-sess-a", 1, 2)] * 2
 
 
-def test_the_drain_submits_every_candidate_as_the_extractor_and_empties_the_inbox(ws, home):
-    extract(ws, "sess-a", "My editor is helix.", "We use pnpm for package management.")
+def test_the_drain_submits_every_candidate_as_the_extractor_and_empties_the_inbox(ws_identity, home):
+    extract(ws_identity, "sess-a", "My editor is helix.", "We use pnpm for package management.")
     report = drain_inbox(load_config())
     assert report.ops == {"add": 2} and report.failures == []
     decisions = {d.target_filename: d for d in Decision.objects.all()}
@@ -72,27 +72,27 @@ def test_the_drain_submits_every_candidate_as_the_extractor_and_empties_the_inbo
     user_file = global_root(home) / "user_editor.md"
     text = user_file.read_text()
     assert "source_actor: extractor" in text and "- sess-a" in text and "My editor is helix." in text
-    assert (workspace_root(ws.directory) / "project_tool_for_package_management.md").is_file()
+    assert (workspace_root(ws_identity.directory) / "project_tool_for_package_management.md").is_file()
     assert inbox.inbox_files(global_root(home)) == []
 
 
-def test_files_are_drained_oldest_first_across_sessions(ws, home):
-    extract(ws, "sess-b", "My editor is vim.")
-    extract(ws, "sess-a", "No, it's helix.", first_seq=5, context=[Turn(1, "user", "My editor is vim.")])
+def test_files_are_drained_oldest_first_across_sessions(ws_identity, home):
+    extract(ws_identity, "sess-b", "My editor is vim.")
+    extract(ws_identity, "sess-a", "No, it's helix.", first_seq=5, context=[Turn(1, "user", "My editor is vim.")])
     report = drain_inbox(load_config())
     assert [c.session_id for c in report.candidates] == ["sess-b", "sess-a"]
     assert [c.op for c in report.candidates] == ["add", "update"]
 
 
-def test_a_correction_updates_the_same_memory_through_the_entity_slot(ws, home):
-    extract(ws, "sess-a", "Remember that our staging database is on port 5432.")
+def test_a_correction_updates_the_same_memory_through_the_entity_slot(ws_identity, home):
+    extract(ws_identity, "sess-a", "Remember that our staging database is on port 5432.")
     drain_inbox(load_config())
-    extract(ws, "sess-a", "No, it's 5433.", first_seq=2,
+    extract(ws_identity, "sess-a", "No, it's 5433.", first_seq=2,
             context=[Turn(1, "user", "Remember that our staging database is on port 5432.")])
     report = drain_inbox(load_config())
     [correction] = report.candidates
     assert correction.op == "update"
-    memories = workspace_root(ws.directory)
+    memories = workspace_root(ws_identity.directory)
     assert sorted(p.name for p in memories.glob("reference_*.md")) == ["reference_staging_database.md"]
     assert "port 5433" in (memories / "reference_staging_database.md").read_text()
     decision = Decision.objects.get(id=correction.decision_id)
@@ -100,7 +100,7 @@ def test_a_correction_updates_the_same_memory_through_the_entity_slot(ws, home):
     assert trace["entity_slot"] is True and trace["filename_collision"] is False
 
 
-def test_a_partial_file_is_never_drained(ws, home):
+def test_a_partial_file_is_never_drained(ws_identity, home):
     session_dir = global_root(home) / "_inbox" / "sess-a"
     session_dir.mkdir(parents=True)
     # What a stager killed between its temp write and its rename leaves behind, and a file still being written.
@@ -110,7 +110,7 @@ def test_a_partial_file_is_never_drained(ws, home):
     assert report.files == [] and report.candidates == [] and Decision.objects.count() == 0
 
 
-def test_the_sweep_removes_only_hour_old_temps_and_idle_session_dirs_and_walks_at_most_once_a_minute(ws, home,
+def test_the_sweep_removes_only_hour_old_temps_and_idle_session_dirs_and_walks_at_most_once_a_minute(ws_identity, home,
                                                                                                     monkeypatch):
     inbox_dir = global_root(home) / "_inbox"
     live, dead, idle = inbox_dir / "sess-live", inbox_dir / "sess-dead", inbox_dir / "sess-idle"
@@ -139,7 +139,7 @@ def test_the_sweep_removes_only_hour_old_temps_and_idle_session_dirs_and_walks_a
     assert not stale_again.exists() and young.exists()
 
 
-def test_a_file_that_fails_moves_whole_to_the_dead_letters_with_its_stage(ws, home):
+def test_a_file_that_fails_moves_whole_to_the_dead_letters_with_its_stage(ws_identity, home):
     root = global_root(home)
     good = line("sess-a", "My editor is helix.", "editor")
     item = inbox.stage(root, session="sess-a", until_seq=2, lines=[good, good.replace('"content"', '"contents"')])
@@ -155,7 +155,7 @@ def test_a_file_that_fails_moves_whole_to_the_dead_letters_with_its_stage(ws, ho
     assert inbox.inbox_files(root) == [] and Decision.objects.count() == 0
 
 
-def test_a_dead_letter_replays_once_its_cause_is_fixed_and_replaying_again_changes_nothing(ws, home, tmp_path):
+def test_a_dead_letter_replays_once_its_cause_is_fixed_and_replaying_again_changes_nothing(ws_identity, home, tmp_path):
     root = global_root(home)
     unknown = "01HXJ9YR4Q0000000000000001"
     lines = [line("sess-a", "My editor is helix.", "editor"),
@@ -168,7 +168,7 @@ def test_a_dead_letter_replays_once_its_cause_is_fixed_and_replaying_again_chang
     assert list(Decision.objects.values_list("op", flat=True)) == ["add"]
 
     # The workspace becomes known here (as if it were opened on this machine), and the dead letter is replayed.
-    staged_text = record.content.replace(unknown, ws.id)
+    staged_text = record.content.replace(unknown, ws_identity.id)
     inbox.remove_failure(root, name)
     inbox.stage(root, session="sess-a", until_seq=1, lines=staged_text.splitlines())
     replayed = drain_inbox(load_config())
@@ -181,8 +181,9 @@ def test_a_dead_letter_replays_once_its_cause_is_fixed_and_replaying_again_chang
     assert [c.applied for c in again.candidates] == [False, False] and Decision.objects.count() == 2
 
 
-def test_an_autonomous_candidate_never_overwrites_a_memory_whose_name_it_only_shares(ws, home):
-    h.write(ws.directory, type="user", scope="global", name="Editor", content="The operator's own note on editors.")
+def test_an_autonomous_candidate_never_overwrites_a_memory_whose_name_it_only_shares(ws_identity, home):
+    h.write(ws_identity.directory, type="user", scope="global", name="Editor",
+            content="The operator's own note on editors.")
     before = (global_root(home) / "user_editor.md").read_text()
     front = Frontmatter(name="Editor", description="d", type="user", scope="global",
                         provenance=Provenance(source_actor=Origin.EXTRACTOR))
@@ -193,7 +194,7 @@ def test_an_autonomous_candidate_never_overwrites_a_memory_whose_name_it_only_sh
     assert outcome.decision.op == "noop" and (global_root(home) / "user_editor.md").read_text() == before
 
 
-def test_a_candidate_the_scanner_rejects_is_a_reject_decision_not_a_dead_letter(ws, home):
+def test_a_candidate_the_scanner_rejects_is_a_reject_decision_not_a_dead_letter(ws_identity, home):
     # The policy keeps secrets out of the inbox; a line staged by hand meets the controller's scanner instead.
     inbox.stage(global_root(home), session="sess-a", until_seq=1,
                 lines=[line("sess-a", "The token is sk-THISISASECRETVALUE1234567890.", "token")])
@@ -202,10 +203,10 @@ def test_a_candidate_the_scanner_rejects_is_a_reject_decision_not_a_dead_letter(
     assert Decision.objects.get().op == "reject"
 
 
-def test_a_quiet_session_directory_is_not_listed_again_until_it_changes(ws, home, monkeypatch):
+def test_a_quiet_session_directory_is_not_listed_again_until_it_changes(ws_identity, home, monkeypatch):
     root = global_root(home)
-    assert extract(ws, "sess-a", "My editor is helix.").staged_file
-    assert extract(ws, "sess-b", "We use pnpm for package management.").staged_file
+    assert extract(ws_identity, "sess-a", "My editor is helix.").staged_file
+    assert extract(ws_identity, "sess-b", "We use pnpm for package management.").staged_file
     drain_inbox(load_config())  # both emptied; their directories stay
     listed: list[str] = []
     real_scandir = os.scandir
@@ -227,7 +228,7 @@ def test_a_quiet_session_directory_is_not_listed_again_until_it_changes(ws, home
     assert inbox.inbox_files(root) == [] and inbox.inbox_files(root) == []
     assert sorted(listed) == ["_inbox", "_inbox", "sess-a", "sess-b"]  # the second listing stat-ed them only
     # A file staged into a quiet directory changes it: it is listed and drained.
-    staged = extract(ws, "sess-a", "My shell is fish.", first_seq=2).staged_file
+    staged = extract(ws_identity, "sess-a", "My shell is fish.", first_seq=2).staged_file
     listed.clear()
     assert [item.relative for item in inbox.inbox_files(root)] == [staged]
     assert sorted(listed) == ["_inbox", "sess-a"]
@@ -251,17 +252,17 @@ def test_a_directory_is_remembered_only_once_its_last_change_is_older_than_the_c
     assert inbox._settled(SimpleNamespace(st_mtime_ns=now - 3 * 10**9, st_ctime_ns=now - 3 * 10**9), now)
 
 
-def test_a_fact_about_another_subject_is_a_new_memory_not_an_update_of_the_same_fact_about_this_one(ws, home):
+def test_a_fact_about_another_subject_is_a_new_memory_not_an_update_of_the_same_fact_about_this_one(ws_identity, home):
     # Issue 24 item 14: "the test database listens on port 6543" overwrote "the staging database listens on port
     # 6543" (tiebreaker, word jaccard 0.67). The subject differs: these are two memories.
-    extract(ws, "sess-a", "Remember that the staging database listens on port 6543.",
+    extract(ws_identity, "sess-a", "Remember that the staging database listens on port 6543.",
             "Remember that the staging database backups run nightly on port 6543.")
     drain_inbox(load_config())
-    extract(ws, "sess-b", "Remember that the test database listens on port 6543.")
+    extract(ws_identity, "sess-b", "Remember that the test database listens on port 6543.")
     report = drain_inbox(load_config())
     [candidate] = report.candidates
     assert candidate.op == "add", Decision.objects.get(id=candidate.decision_id).rule_trace
-    memories = workspace_root(ws.directory)
+    memories = workspace_root(ws_identity.directory)
     texts = [p.read_text() for p in memories.glob("reference_*.md")]
     assert any("staging database listens on port 6543" in text for text in texts)
     assert any("test database listens on port 6543" in text for text in texts)

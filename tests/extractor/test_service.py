@@ -20,11 +20,6 @@ pytestmark = pytest.mark.django_db
 CALLER = Caller(origin=Origin.CLI)
 
 
-@pytest.fixture
-def ws(home, workspace_dir):
-    return resolve_workspace(None, Caller(origin=Origin.CLI, cwd=workspace_dir), create=True)
-
-
 def staged_line(content: str, attribute: str, *, ws_id: str = "", scope: str = "global", kind: str = "user") -> str:
     memory = ExtractedMemory(type=kind, scope=scope, agent_tier=None, content=content, evidence=[3],
                              entity="user", attribute=attribute)

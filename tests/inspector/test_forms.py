@@ -17,7 +17,6 @@ from inspector.forms import NEVER_SHOWN
 from memory.services import catalog, decisions, dreams, events, memories, recall, snapshots
 from tests import helpers as h
 from tests.inspector.helpers import signed_in_client
-from tests.recall import helpers as r
 
 pytestmark = pytest.mark.django_db
 
@@ -104,11 +103,6 @@ def assert_form_is_the_model(controls: dict[str, Any], texts: dict[str, str], mo
 
 
 @pytest.fixture
-def ws(home, workspace_dir) -> str:
-    return r.ensure_workspace(workspace_dir)
-
-
-@pytest.fixture
 def client(ws):
     return signed_in_client()
 
@@ -138,9 +132,9 @@ def test_each_form_offers_exactly_its_input_models_fields_with_their_choices_req
     assert_form_is_the_model(controls, texts, model, leaves_out)
 
 
-def test_the_edit_form_offers_the_edit_models_fields(client, workspace_dir, ws):
+def test_the_edit_form_offers_the_edit_models_fields(client, workspace_dir, ws_id):
     h.write(workspace_dir, type="project", name="Form source", description="d", content="Body text here.")
-    response = client.get(f"/inspector/memories/project_form_source.md/edit?workspace={ws}")
+    response = client.get(f"/inspector/memories/project_form_source.md/edit?workspace={ws_id}")
     assert response.status_code == 200
     controls, texts = controls_of(response.content.decode(), "Edit the memory")
     assert_form_is_the_model(controls, texts, memories.EditInput, views.EDIT_LEAVES_OUT)

@@ -34,13 +34,7 @@ NOT_UTF8 = ("---\nname: Latin One\ndescription: Saved by an old editor\ntype: pr
 
 
 @pytest.fixture
-def ws(home, workspace_dir):
-    h.write(workspace_dir, name="Zebra Crossing", content="The zebra crossing is near the office.")
-    return workspace_dir
-
-
-@pytest.fixture
-def client(ws):
+def client(ws_with_a_memory):
     return Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Bearer {read_or_create_token()}")
 
 
@@ -59,53 +53,53 @@ def assert_error_document(response, status: int | None = None, code: str | None 
 # --- hole 5: the two 500s ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("payload", [b"[" * 100_000, b'{"content": ' * 50_000, b'{"a": [' * 40_000])
-def test_deeply_nested_json_is_a_400_validation_error(client, ws, payload):
+def test_deeply_nested_json_is_a_400_validation_error(client, ws_with_a_memory, payload):
     response = client.post("/api/memory", payload, content_type="application/json")
     body = assert_error_document(response, 400, "memory.validation")
     assert body["details"]["reason"] == "json"
 
 
-def place_non_utf8_file(ws):
-    (workspace_root(ws) / "project_latin_one.md").write_bytes(NOT_UTF8)
+def place_non_utf8_file(workspace):
+    (workspace_root(workspace) / "project_latin_one.md").write_bytes(NOT_UTF8)
 
 
-def test_patch_of_a_non_utf8_file_is_a_409_encoding_conflict_and_leaves_the_file(client, ws, memory_root):
-    place_non_utf8_file(ws)
-    response = client.patch(f"/api/memory/project_latin_one.md?workspace={ws}",
-                            json.dumps({"content": "Coffee with milk.", "workspace": str(ws)}),
+def test_patch_of_a_non_utf8_file_is_a_409_encoding_conflict_and_leaves_the_file(client, ws_with_a_memory, memory_root):
+    place_non_utf8_file(ws_with_a_memory)
+    response = client.patch(f"/api/memory/project_latin_one.md?workspace={ws_with_a_memory}",
+                            json.dumps({"content": "Coffee with milk.", "workspace": str(ws_with_a_memory)}),
                             content_type="application/json")
     body = assert_error_document(response, 409, "memory.conflict")
     assert body["details"]["reason"] == "encoding"
     assert (memory_root / "project_latin_one.md").read_bytes() == NOT_UTF8
 
 
-def test_cli_edit_of_a_non_utf8_file_is_an_encoding_conflict_not_a_traceback(home, ws):
-    place_non_utf8_file(ws)
-    result = Cli(home=home, cwd=ws)("memory", "edit", "project_latin_one.md", "--content", "Coffee with milk.",
-                                    "-o", "json")
+def test_cli_edit_of_a_non_utf8_file_is_an_encoding_conflict_not_a_traceback(home, ws_with_a_memory):
+    place_non_utf8_file(ws_with_a_memory)
+    result = Cli(home=home, cwd=ws_with_a_memory)("memory", "edit", "project_latin_one.md", "--content",
+                                                  "Coffee with milk.", "-o", "json")
     assert "Traceback" not in result.stderr
     assert result.code == 4, (result.stdout, result.stderr)
     assert result.json["code"] == "memory.conflict" and result.json["details"]["reason"] == "encoding"
 
 
 @pytest.mark.parametrize("call", ["show", "edit", "delete"])
-def test_every_service_reading_a_non_utf8_file_answers_an_encoding_conflict(ws, call):
+def test_every_service_reading_a_non_utf8_file_answers_an_encoding_conflict(ws_with_a_memory, call):
     from memory.domain.errors import Conflict
 
-    place_non_utf8_file(ws)
+    place_non_utf8_file(ws_with_a_memory)
     with pytest.raises(Conflict) as error:
         if call == "show":
-            h.show(ws, filename="project_latin_one.md")
+            h.show(ws_with_a_memory, filename="project_latin_one.md")
         elif call == "edit":
-            h.edit(ws, filename="project_latin_one.md", content="Coffee with milk.")
+            h.edit(ws_with_a_memory, filename="project_latin_one.md", content="Coffee with milk.")
         else:
-            h.delete(ws, filename="project_latin_one.md")
+            h.delete(ws_with_a_memory, filename="project_latin_one.md")
     assert error.value.details["reason"] == "encoding"
 
 
 # --- hole 6: Host header refusals ----------------------------------------------------------------------------------
 
-def test_a_foreign_host_header_on_the_api_is_a_json_400_and_one_log_line_without_a_traceback(ws, caplog):
+def test_a_foreign_host_header_on_the_api_is_a_json_400_and_one_log_line_without_a_traceback(ws_with_a_memory, caplog):
     client = Client(raise_request_exception=False, HTTP_HOST="attacker.example")
     with caplog.at_level(logging.INFO):
         response = client.get("/api/memory/health")
@@ -117,13 +111,13 @@ def test_a_foreign_host_header_on_the_api_is_a_json_400_and_one_log_line_without
     assert "attacker.example" in records[0].getMessage()
 
 
-def test_a_foreign_host_header_logs_one_line_in_a_real_process(home, ws):
+def test_a_foreign_host_header_logs_one_line_in_a_real_process(home, ws_with_a_memory):
     code = ("import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'compozy.settings'; django.setup(); "
             "from django.test import Client; "
             "r = Client(raise_request_exception=False, HTTP_HOST='attacker.example').get('/api/memory'); "
             "print(r.status_code, r['Content-Type'])")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ws,
-                          env=Cli(home=home, cwd=ws).env(), capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ws_with_a_memory,
+                          env=Cli(home=home, cwd=ws_with_a_memory).env(), capture_output=True, text=True, timeout=60)
     assert proc.stdout.split() == ["400", "application/json"], proc.stderr
     assert "Traceback" not in proc.stderr
     assert len([line for line in proc.stderr.splitlines() if "attacker.example" in line]) == 1, proc.stderr
@@ -154,9 +148,9 @@ FIELDS = ["type", "name", "description", "content", "query", "scope", "agent_nam
           "operations", "title", "sort", "since"]
 
 
-def bodies(ws) -> list[tuple[str, bytes, str]]:
+def bodies(workspace) -> list[tuple[str, bytes, str]]:
     """(label, body, content type)."""
-    valid = json.dumps({**VALID, "workspace": str(ws)}).encode()
+    valid = json.dumps({**VALID, "workspace": str(workspace)}).encode()
     cases = [
         ("empty", b"", "application/json"),
         ("malformed", b"{not json", "application/json"),
@@ -178,8 +172,8 @@ def bodies(ws) -> list[tuple[str, bytes, str]]:
         cases.append((f"top-level {type(top).__name__}", json.dumps(top).encode(), "application/json"))
     for field in FIELDS:
         for value in WRONG_TYPES:
-            cases.append((f"{field}={value!r:.20}", json.dumps({**VALID, "workspace": str(ws), field: value}).encode(),
-                          "application/json"))
+            body = json.dumps({**VALID, "workspace": str(workspace), field: value}).encode()
+            cases.append((f"{field}={value!r:.20}", body, "application/json"))
     return cases
 
 
@@ -191,7 +185,7 @@ PATHS = ["%00", "..%2f..%2fx", "x" * 5000, "%ff%fe.md", "project_a.md%00.txt", "
          "project_%E2%80%AE.md", "a/b/c/d.md"]
 
 
-def test_fuzz_no_api_route_answers_a_500_or_html(client, ws):
+def test_fuzz_no_api_route_answers_a_500_or_html(client, ws_with_a_memory):
     checked = 0
     failures: list[str] = []
 
@@ -207,7 +201,7 @@ def test_fuzz_no_api_route_answers_a_500_or_html(client, ws):
                             f"{response.content[:120]!r}")
 
     routes = api_routes()
-    cases = bodies(ws)
+    cases = bodies(ws_with_a_memory)
     for path, methods in routes:
         for method in methods:
             if method == "GET" or method == "DELETE":
@@ -215,7 +209,8 @@ def test_fuzz_no_api_route_answers_a_500_or_html(client, ws):
                     check(method, path + query, client.generic(method, path + query), "query")
             else:
                 for label, payload, content_type in cases:
-                    response = client.generic(method, f"{path}?workspace={ws}", payload, content_type=content_type)
+                    response = client.generic(method, f"{path}?workspace={ws_with_a_memory}", payload,
+                                              content_type=content_type)
                     check(method, path, response, label)
         for method in ("PUT", "OPTIONS", "HEAD", "TRACE"):
             check(method, path, client.generic(method, path), "method")

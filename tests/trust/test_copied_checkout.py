@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from tests.conftest import Cli
+from tests.helpers import workspace_root
 
 
 def write(cli: Cli, cwd: Path, name: str, content: str):
@@ -21,7 +22,7 @@ def ops(cli: Cli, cwd: Path) -> list[tuple[str, str]]:
 
 
 def test_a_copied_checkout_is_reported_and_its_list_and_reindex_record_no_delete_for_the_original(
-        cli: Cli, workspace_dir: Path, tmp_path: Path) -> None:
+        cli: Cli, workspace_dir: Path, memory_root: Path, tmp_path: Path) -> None:
     assert write(cli, workspace_dir, "Port fact", "Staging listens on port 6543.").code == 0
     assert write(cli, workspace_dir, "Deploy day", "Deploys go out on Fridays.").code == 0
     copy = tmp_path / "copy"
@@ -44,14 +45,14 @@ def test_a_copied_checkout_is_reported_and_its_list_and_reindex_record_no_delete
         assert [(w["path"], w["status"]) for w in listed["workspaces"]] == [(str(workspace_dir.resolve()), "ok")]
     # The original is untouched: no delete decision, its files and registration where they were.
     assert ops(cli, workspace_dir) == [("add", "project_deploy_day.md"), ("add", "project_port_fact.md")]
-    files = sorted(p.name for p in (workspace_dir / ".compozy" / "memory").glob("project_*.md"))
+    files = sorted(p.name for p in memory_root.glob("project_*.md"))
     assert files == ["project_deploy_day.md", "project_port_fact.md"]
     assert cli("workspace", "show", "-o", "json", cwd=workspace_dir).json["status"] == "registered"
-    assert not (copy / ".compozy" / "memory" / "project_copy_fact.md").exists()
+    assert not (workspace_root(copy) / "project_copy_fact.md").exists()
 
 
 def test_adopt_moves_the_registration_to_the_copy_and_the_old_directory_becomes_the_copy(
-        cli: Cli, workspace_dir: Path, tmp_path: Path) -> None:
+        cli: Cli, workspace_dir: Path, memory_root: Path, tmp_path: Path) -> None:
     assert write(cli, workspace_dir, "Port fact", "Staging listens on port 6543.").code == 0
     moved = tmp_path / "moved"
     shutil.copytree(workspace_dir, moved)
@@ -63,8 +64,8 @@ def test_adopt_moves_the_registration_to_the_copy_and_the_old_directory_becomes_
     assert listed.code == 0, listed.stderr
     assert [m["filename"] for m in listed.json["memories"]] == ["project_port_fact.md"]
     assert write(cli, moved, "Moved fact", "Written after the adopt.").code == 0
-    assert (moved / ".compozy" / "memory" / "project_moved_fact.md").is_file()
-    assert not (workspace_dir / ".compozy" / "memory" / "project_moved_fact.md").exists()
+    assert (workspace_root(moved) / "project_moved_fact.md").is_file()
+    assert not (memory_root / "project_moved_fact.md").exists()
     stale = cli("memory", "list", "-o", "json", cwd=workspace_dir)
     assert stale.code == 4 and stale.json["code"] == "memory.workspace.copied"
     assert ops(cli, moved) == [("add", "project_moved_fact.md"), ("add", "project_port_fact.md")]

@@ -24,28 +24,22 @@ OUTSIDE_TEXT = "# a file of the user's, outside every memory root\n"
 
 
 @pytest.fixture
-def ws(home, workspace_dir):
-    h.write(workspace_dir, name="Zebra Crossing", content="The zebra crossing is near the office.")
-    return workspace_dir
-
-
-@pytest.fixture
 def outside(tmp_path):
     path = tmp_path / "outside.txt"
     path.write_text(OUTSIDE_TEXT)
     return path
 
 
-def index_of(ws):
-    return workspace_root(ws) / "MEMORY.md"
+def index_of(workspace):
+    return workspace_root(workspace) / "MEMORY.md"
 
 
-def test_a_write_never_appends_through_a_symlinked_memory_index(ws, outside):
-    index = index_of(ws)
+def test_a_write_never_appends_through_a_symlinked_memory_index(ws_with_a_memory, outside):
+    index = index_of(ws_with_a_memory)
     index.unlink()
     os.symlink(outside, index)
-    h.write(ws, name="Cache Policy", content="Edge caches static assets for one hour.")
-    h.write(ws, name="Lint Rules", content="Ruff runs with line length one hundred ten.")
+    h.write(ws_with_a_memory, name="Cache Policy", content="Edge caches static assets for one hour.")
+    h.write(ws_with_a_memory, name="Lint Rules", content="Ruff runs with line length one hundred ten.")
     assert outside.read_text() == OUTSIDE_TEXT
     # The link was replaced by a regular index listing exactly the memories of the root.
     assert not index.is_symlink()
@@ -54,55 +48,55 @@ def test_a_write_never_appends_through_a_symlinked_memory_index(ws, outside):
         "project_cache_policy.md", "project_lint_rules.md", "project_zebra_crossing.md"]
 
 
-def test_an_edit_and_a_delete_never_write_through_a_symlinked_memory_index(ws, outside):
-    h.write(ws, name="Cache Policy", content="Edge caches static assets for one hour.")
-    index = index_of(ws)
+def test_an_edit_and_a_delete_never_write_through_a_symlinked_memory_index(ws_with_a_memory, outside):
+    h.write(ws_with_a_memory, name="Cache Policy", content="Edge caches static assets for one hour.")
+    index = index_of(ws_with_a_memory)
     index.unlink()
     os.symlink(outside, index)
-    h.edit(ws, filename="project_cache_policy.md", content="Edge caches static assets for two hours.")
+    h.edit(ws_with_a_memory, filename="project_cache_policy.md", content="Edge caches static assets for two hours.")
     index.unlink()
     os.symlink(outside, index)
-    h.delete(ws, filename="project_cache_policy.md")
+    h.delete(ws_with_a_memory, filename="project_cache_policy.md")
     assert outside.read_text() == OUTSIDE_TEXT
     assert not index.is_symlink() and "project_cache_policy.md" not in index.read_text()
 
 
-def test_health_reports_a_symlinked_memory_index_as_a_symlink_escape(ws, outside):
-    index = index_of(ws)
+def test_health_reports_a_symlinked_memory_index_as_a_symlink_escape(ws_with_a_memory, outside):
+    index = index_of(ws_with_a_memory)
     index.unlink()
     os.symlink(outside, index)
-    health = h.health(ws)
+    health = h.health(ws_with_a_memory)
     assert health["status"] == "degraded"
     assert [(item["filename"], item["reason"]) for item in health["invalid_files"]] == [("MEMORY.md", "symlink_escape")]
-    h.reindex(ws)  # reindex re-renders the index whole, replacing the link
+    h.reindex(ws_with_a_memory)  # reindex re-renders the index whole, replacing the link
     assert outside.read_text() == OUTSIDE_TEXT
-    assert h.health(ws)["status"] == "ok"
+    assert h.health(ws_with_a_memory)["status"] == "ok"
 
 
-def test_a_snapshot_never_reads_a_symlinked_index_or_checkpoint(ws, tmp_path, memory_root):
+def test_a_snapshot_never_reads_a_symlinked_index_or_checkpoint(ws_with_a_memory, tmp_path, memory_root):
     r.put(tmp_path, "project_checkpoint_summary.md", name="Checkpoint summary",
           description="Where earlier work stands", body="A private note from another project.")
     root = memory_root
     os.symlink(tmp_path / "project_checkpoint_summary.md", root / "project_checkpoint_summary.md")
-    index = index_of(ws)
+    index = index_of(ws_with_a_memory)
     index.unlink()
     index.write_text("# Memory Index\n")  # lists nothing: a followed link would hide the zebra entry
     listing_file = tmp_path / "listing.md"
     listing_file.write_text("# Memory Index\n")
     index.unlink()
     os.symlink(listing_file, index)
-    text = r.snapshot(ws)["text"]
+    text = r.snapshot(ws_with_a_memory)["text"]
     assert "A private note from another project" not in text
     assert "project_zebra_crossing.md" in text  # the link was not read: the index is built from the catalog
 
 
-def test_a_memory_file_symlinked_to_another_file_in_the_same_root_is_refused(ws, memory_root):
+def test_a_memory_file_symlinked_to_another_file_in_the_same_root_is_refused(ws_with_a_memory, memory_root):
     root = memory_root
     os.symlink(root / "project_zebra_crossing.md", root / "project_alias.md")
     with pytest.raises(ValidationError) as error:
-        h.show(ws, filename="project_alias.md")
+        h.show(ws_with_a_memory, filename="project_alias.md")
     assert error.value.details["reason"] == "symlink_escape"
-    health = h.health(ws)
+    health = h.health(ws_with_a_memory)
     assert {"root_key": health["invalid_files"][0]["root_key"], "filename": "project_alias.md",
             "reason": "symlink_escape"} in health["invalid_files"]
     assert not CatalogEntry.objects.filter(filename="project_alias.md").exists()
