@@ -298,3 +298,28 @@ def test_the_cycle_scan_would_catch_the_verbs_importing_the_cli_through_a_functi
     wiring = surface_edges({"compozy.urls": "from inspector.views import page_not_found\n",
                             "inspector.management.commands.inspector": "from compozy.command import ProductCommand\n"})
     assert surface_cycles(wiring) == []
+
+
+def imports_of_test_modules(module: str, source: str, *, is_package: bool = False) -> list[str]:
+    """Imports of a test module (tests.<...>.test_<name>, or a name from one) in the source, relative ones
+    resolved."""
+    return [f"{module}:{line} imports {imported}" for line, imported in imports(module, source, is_package=is_package)
+            if imported.startswith("tests.") and any(part.startswith("test_") for part in imported.split(".")[1:])]
+
+
+def test_no_test_module_imports_from_another_test_module():
+    """What tests share lives in helper modules (tests/helpers.py, tests/<area>/helpers.py, conftest fixtures):
+    importing a test module runs it, ties one test file's meaning to another's and collects its tests twice over."""
+    offending = [found for path in sorted((REPO / "tests").rglob("*.py"))
+                 for found in imports_of_test_modules(module_name(path), path.read_text(),
+                                                      is_package=path.name == "__init__.py")]
+    assert offending == [], "\n".join(offending)
+
+
+def test_the_test_module_scan_would_catch_a_relative_import_of_a_sibling_test_module():
+    source = ("from .test_pages import page_text\nfrom tests.inspector.helpers import signed_in_client\n"
+              "from tests.recall import test_search\n")
+    assert imports_of_test_modules("tests.inspector.test_defaults", source) == [
+        "tests.inspector.test_defaults:1 imports tests.inspector.test_pages.page_text",
+        "tests.inspector.test_defaults:3 imports tests.recall.test_search",
+    ]

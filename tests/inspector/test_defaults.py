@@ -14,9 +14,8 @@ from inspector import rendering
 from inspector.templatetags.inspector_tags import filename as rendering_filename
 from memory.domain.errors import Rejected
 from tests import helpers as h
+from tests.inspector.helpers import page_text, signed_in_client
 from tests.recall import helpers as r
-
-from .test_pages import page_text, signed_in_client
 
 pytestmark = pytest.mark.django_db
 
