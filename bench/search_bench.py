@@ -209,6 +209,13 @@ class Floor:
     def __init__(self, db_path: Path, root_keys: list[str], pool: int) -> None:
         self.connection = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None,
                                           check_same_thread=False)
+        # The product's connection settings (page cache, memory-mapped reads), so the floor differs only in what
+        # runs around the statements.
+        from django.conf import settings
+
+        for pragma in settings.DATABASES["default"]["OPTIONS"]["init_command"].split(";"):
+            if pragma.strip().upper().startswith(("PRAGMA MMAP_SIZE", "PRAGMA CACHE_SIZE")):
+                self.connection.execute(pragma)
         self.root_keys = root_keys
         self.pool = pool
 

@@ -87,7 +87,8 @@ DATABASES = {
         # Django opens SQLite with uri=True, so the immutable flag is read from the name.
         "NAME": f"file:{_DATABASE_FILE}?immutable=1" if HOME_READ_ONLY else _DATABASE_FILE,
         "OPTIONS": {
-            "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=5000;",
+            "init_command": ("PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL;PRAGMA busy_timeout=5000;"
+                         "PRAGMA mmap_size=268435456;PRAGMA cache_size=-32768;"),
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,
         },
