@@ -12,10 +12,11 @@ from pathlib import Path
 
 from django.apps import apps
 from django.core.management import call_command
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 
 from compozy.config import compozy_home
 from compozy.home import private_dir
+from memory.catalog.state import set_state_value, state_value
 from memory.domain.errors import ControllerTimeout
 
 log = logging.getLogger("compozy.bootstrap")
@@ -36,12 +37,9 @@ def _schema_stamp() -> int:
 
 def _stored_stamp() -> int | None:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT value FROM memory_state WHERE key = %s", [SCHEMA_KEY])
-            row = cursor.fetchone()
+        return state_value(SCHEMA_KEY)
     except DatabaseError:
         return None
-    return int(row[0]) if row else None
 
 
 def ensure_migrated() -> None:
@@ -56,12 +54,7 @@ def ensure_migrated() -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)
         if _stored_stamp() != stamp:
             call_command("migrate", interactive=False, verbosity=0)
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "INSERT INTO memory_state(key, value) VALUES (%s, %s) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    [SCHEMA_KEY, stamp],
-                )
+            set_state_value(SCHEMA_KEY, stamp)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

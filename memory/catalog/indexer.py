@@ -20,6 +20,7 @@ from memory.domain.names import entity_key, is_system_path, parse_filename
 from memory.domain.passages import passages
 
 from . import sql, vectors
+from .state import set_state_value, state_value
 
 GENERATION_KEY = "generation"
 # Bump when entry_row derives rows differently: the next reindex then re-derives every row instead of trusting
@@ -262,26 +263,15 @@ def advance_generation() -> None:
 
 
 def derivation_current() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT value FROM memory_state WHERE key = %s", [DERIVATION_KEY])
-        row = cursor.fetchone()
-    return row is not None and int(row[0]) == CATALOG_DERIVATION
+    return state_value(DERIVATION_KEY) == CATALOG_DERIVATION
 
 
 def mark_derivation_current() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO memory_state (key, value) VALUES (%s, %s) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            [DERIVATION_KEY, CATALOG_DERIVATION],
-        )
+    set_state_value(DERIVATION_KEY, CATALOG_DERIVATION)
 
 
 def current_generation() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT value FROM memory_state WHERE key = %s", [GENERATION_KEY])
-        row = cursor.fetchone()
-    return int(row[0]) if row else 0
+    return state_value(GENERATION_KEY) or 0
 
 
 def index_entries(root_key: str) -> list[tuple[str, str, str]]:

@@ -5,17 +5,18 @@ only what arrived from outside (a pull, a checkout) makes the next call list the
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from django.db import connection
 
+from memory.catalog.state import root_state_key, set_state_value, state_value
+
 from .best_effort import best_effort_write
 
 
 def stamp_key(root_key: str) -> str:
-    return "root_mtime:" + hashlib.sha256(root_key.encode()).hexdigest()[:40]
+    return root_state_key("root_mtime", root_key)
 
 
 def root_mtime(root: Path) -> int | None:
@@ -26,19 +27,11 @@ def root_mtime(root: Path) -> int | None:
 
 
 def recorded(root_key: str) -> int | None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT value FROM memory_state WHERE key = %s", [stamp_key(root_key)])
-        row = cursor.fetchone()
-    return None if row is None else row[0]
+    return state_value(stamp_key(root_key))
 
 
 def record(root_key: str, mtime_ns: int) -> None:
-    def write() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("INSERT INTO memory_state (key, value) VALUES (%s, %s) "
-                           "ON CONFLICT(key) DO UPDATE SET value = excluded.value", [stamp_key(root_key), mtime_ns])
-
-    best_effort_write(write, what="the root's freshness stamp")
+    best_effort_write(lambda: set_state_value(stamp_key(root_key), mtime_ns), what="the root's freshness stamp")
 
 
 def advance(root_key: str, before: int | None, after: int | None) -> None:

@@ -29,9 +29,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.db import connection
-
 from compozy.config import Config
+from memory.catalog.state import root_state_key, set_state_value, state_value
 from memory.domain.document import conflict_marker_line
 from memory.domain.enums import MUTATING_OPS, Op, Origin
 from memory.domain.errors import SyncFailed, ValidationError
@@ -95,23 +94,15 @@ def _git(root: Path, *args: str, stdin: bytes | None = None, step: str) -> git.G
 
 
 def _state_key(root_key: str) -> str:
-    return "sync_seq:" + hashlib.sha256(root_key.encode()).hexdigest()[:40]
+    return root_state_key("sync_seq", root_key)
 
 
 def _last_seq(root_key: str) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT value FROM memory_state WHERE key = %s", [_state_key(root_key)])
-        row = cursor.fetchone()
-    return int(row[0]) if row else 0
+    return state_value(_state_key(root_key)) or 0
 
 
 def _record_seq(root_key: str, seq: int) -> None:
-    def write() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("INSERT INTO memory_state (key, value) VALUES (%s, %s) "
-                           "ON CONFLICT(key) DO UPDATE SET value = excluded.value", [_state_key(root_key), seq])
-
-    best_effort_write(write, what="the sync position")
+    best_effort_write(lambda: set_state_value(_state_key(root_key), seq), what="the sync position")
 
 
 def _blob_id(data: bytes) -> str:
