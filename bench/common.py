@@ -221,6 +221,20 @@ def finish() -> None:
     _temp_dirs.clear()
 
 
+def in_own_temp_dir(prefix: str, keep: bool, run: Callable[[Path], dict[str, object]]) -> dict[str, object]:
+    """For a bench that builds its own home (no `home` for `main`): `run(base)` in a fresh temp dir, removed
+    afterwards whatever happens unless `keep`, for inspection: then the document names it under "kept"."""
+    base = Path(tempfile.mkdtemp(prefix=f"compozy-{prefix}-"))
+    try:
+        result = run(base)
+    finally:
+        if not keep:
+            shutil.rmtree(base, ignore_errors=True)
+    if keep:
+        result["kept"] = str(base)
+    return result
+
+
 def parser(doc: str) -> argparse.ArgumentParser:
     """A bench's argument parser: its module docstring as the help text, kept as written."""
     return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -46,7 +46,6 @@ import contextlib
 import json
 import os
 import random
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -390,15 +389,8 @@ def main() -> None:
 
 
 def measure(_env: None, args: argparse.Namespace) -> dict[str, Any]:
-    base = Path(tempfile.mkdtemp(prefix="compozy-crash-loop-"))
-    try:
-        result = crash_loop(args.iterations, args.seed, base, spawn=args.spawn)
-    finally:
-        if not args.keep:
-            shutil.rmtree(base, ignore_errors=True)
-    if args.keep:
-        result["kept"] = str(base)
-    return result
+    return common.in_own_temp_dir("crash-loop", args.keep,
+                                  lambda base: crash_loop(args.iterations, args.seed, base, spawn=args.spawn))
 
 
 if __name__ == "__main__":

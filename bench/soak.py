@@ -26,11 +26,9 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -279,15 +277,7 @@ def main() -> None:
 
 
 def measure(_env: None, args: argparse.Namespace) -> dict[str, Any]:
-    base = Path(tempfile.mkdtemp(prefix="compozy-soak-"))
-    try:
-        result = soak(args.seconds, base)
-    finally:
-        if not args.keep:
-            shutil.rmtree(base, ignore_errors=True)
-    if args.keep:
-        result["kept"] = str(base)
-    return result
+    return common.in_own_temp_dir("soak", args.keep, lambda base: soak(args.seconds, base))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +53,22 @@ def test_a_latency_summary_names_its_rate_for_what_it_counts():
     assert summary["searches_per_s"] == 6.7
     assert "writes_per_s" not in summary
     assert summary["p50_ms"] == 150.0 and summary["max_ms"] == 200.0
+
+
+def test_a_bench_that_builds_its_own_home_leaves_no_temp_dir_unless_asked_to_keep_it():
+    seen = []
+    document = common.in_own_temp_dir("t", False, lambda base: seen.append(base) or {"ran": base.is_dir()})
+    assert document == {"ran": True} and not seen[0].exists()
+
+    def fails(base):
+        seen.append(base)
+        raise RuntimeError("the run failed")
+
+    with pytest.raises(RuntimeError):
+        common.in_own_temp_dir("t", False, fails)
+    assert not seen[1].exists()  # removed when the run fails too
+    kept = common.in_own_temp_dir("t", True, lambda base: {"ran": True})
+    try:
+        assert Path(kept["kept"]).is_dir()
+    finally:
+        shutil.rmtree(kept["kept"])
