@@ -144,42 +144,76 @@ def _chunk_texts(row: Row) -> list[str]:
 
 def upsert_rows(rows: Sequence[Row]) -> list[tuple[str, str] | None]:
     """Insert or replace rows. A memory's chunks are rewritten (and so re-indexed by the FTS triggers, and
-    embedded again) only when their text changed; unchanged chunks without a current vector get one. Returns, per
-    row, the (name, description) it replaced, or None for a new row. The caller owns the transaction."""
+    embedded again, all of the rows' chunks in one call) only when their text changed; unchanged chunks without a
+    current vector get one. Returns, per row, the (name, description) it replaced, or None for a new row. The
+    caller owns the transaction."""
     previous: list[tuple[str, str] | None] = []
-    rewrite: list[tuple[int, Row, bool]] = []
+    rewrite: list[tuple[int, Row, list[int]]] = []
     kept: list[int] = []
     with sql.cursor() as cursor:
         for row in rows:
             root_key, filename = row.values[0], row.values[_FILENAME]
             cursor.execute(
-                "SELECT c.name, c.description, c.body FROM memory_catalog_entries e "
+                "SELECT c.id, c.name, c.description, c.body FROM memory_catalog_entries e "
                 "JOIN memory_chunks c ON c.entry_id = e.id WHERE e.root_key = %s AND e.filename = %s "
                 "ORDER BY c.ordinal",
                 [root_key, filename],
             )
             existing = cursor.fetchall()
-            previous.append((existing[0][0], existing[0][1]) if existing else None)
+            previous.append((existing[0][1], existing[0][2]) if existing else None)
             cursor.execute(_INSERT_ENTRY, list(row.values))
             entry_id = cursor.fetchone()[0]
-            if [tuple(chunk) for chunk in existing] == [(row.name, row.description, text) for text in row.chunks]:
+            if [tuple(chunk[1:]) for chunk in existing] == [(row.name, row.description, text) for text in row.chunks]:
                 kept.append(entry_id)
             else:
-                rewrite.append((entry_id, row, bool(existing)))
-        blobs, model = vectors.embed([text for _entry, row, _had in rewrite for text in _chunk_texts(row)])
-        position = 0
-        for entry_id, row, had_chunks in rewrite:
-            if had_chunks:
-                # The upsert keeps an entry's id, so its chunks are the ones read above. With none (a new memory:
-                # its id is new, AUTOINCREMENT never reuses one, and a chunk cannot outlive its entry's row),
-                # there is nothing to delete and the statement is skipped.
-                cursor.execute("DELETE FROM memory_chunks WHERE entry_id = %s", [entry_id])
-            for ordinal, passage in enumerate(row.chunks):
-                cursor.execute(_INSERT_CHUNK, [entry_id, ordinal, row.name, row.description, passage,
-                                               blobs[position], model])
-                position += 1
+                # The upsert keeps an entry's id, so its chunks are the ones read above.
+                rewrite.append((entry_id, row, [chunk[0] for chunk in existing]))
+        blobs, model = vectors.embed([text for _entry, row, _old in rewrite for text in _chunk_texts(row)])
+        _rewrite_chunks(cursor, rewrite, blobs, model)
     vectors.fill_missing(entry_ids=kept)
     return previous
+
+
+_REWRITE_CHUNK = ("UPDATE memory_chunks SET id = %s, ordinal = %s, name = %s, description = %s, body = %s, "
+                  "vector = %s, vector_model = %s WHERE id = %s")
+
+
+def _rewrite_chunks(cursor, rewrite: list[tuple[int, Row, list[int]]], blobs: list[bytes | None],  # noqa: ANN001
+                    model: str) -> None:
+    """Write the rewritten memories' chunks: a passage where the memory had one at its ordinal rewrites that row,
+    the others are inserted, and old rows past the new last passage are deleted.
+
+    A rewritten passage always gets a new id (the caches of memory/catalog/owners.py and vectors.py `root_matrix`
+    rely on a chunk id never changing its text or vector): the row is updated to an id above every id the table
+    ever had, taken from its AUTOINCREMENT counter, which is moved past them (an UPDATE does not move it). One
+    UPDATE fires the FTS5 triggers' delete and insert together; a DELETE then an INSERT cost about a third more in
+    the trigram table, most of reconciling a pull of many changed memories."""
+    updates: list[list[object]] = []
+    inserts: list[list[object]] = []
+    deletes: list[list[object]] = []
+    position = 0
+    for entry_id, row, old_ids in rewrite:
+        for ordinal, passage in enumerate(row.chunks):
+            values = [ordinal, row.name, row.description, passage, blobs[position], model]
+            position += 1
+            if ordinal < len(old_ids):
+                updates.append([*values, old_ids[ordinal]])
+            else:
+                inserts.append([entry_id, *values])
+        deletes.extend([old] for old in old_ids[len(row.chunks):])
+    if deletes:
+        cursor.executemany("DELETE FROM memory_chunks WHERE id = %s", deletes)
+    if updates:
+        cursor.execute("SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'memory_chunks'), "
+                       "(SELECT max(id) FROM memory_chunks)")
+        counter, top = cursor.fetchone()
+        last = max(counter or 0, top or 0)
+        cursor.executemany(_REWRITE_CHUNK, [[last + number, *update] for number, update in enumerate(updates, 1)])
+        cursor.execute("UPDATE sqlite_sequence SET seq = %s WHERE name = 'memory_chunks'" if counter is not None
+                       else "INSERT INTO sqlite_sequence (seq, name) VALUES (%s, 'memory_chunks')",
+                       [last + len(updates)])
+    if inserts:
+        cursor.executemany(_INSERT_CHUNK, inserts)
 
 
 _INSERT_NEW_ENTRY = (

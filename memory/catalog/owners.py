@@ -3,11 +3,12 @@ without a statement per candidate list.
 
 The FTS5 ranking runs over every root's chunks; recall keeps the hits of the roots the caller may see. Asking the
 database which hits those are cost two index seeks a hit (about a tenth of a question's time). Chunk ids come from
-an AUTOINCREMENT key, so they are never reused, and a chunk never moves to another memory (a rewritten passage is
-deleted and inserted under a new id): what is known about an id stays true while the chunk exists, and a deleted
-chunk is never an FTS5 hit again. So a root's chunks are read once per process (`root_key` index), and after a
-write only the chunks added since (`id` range) are read. Hits newer than what was read (a write that committed
-after the memory generation was read) are asked of the database, so the answer is always the database's.
+an AUTOINCREMENT key, so they are never reused, and a chunk never moves to another memory (a rewritten passage
+takes a new id above every earlier one: indexer.upsert_rows): what is known about an id stays true while the
+chunk exists, and a deleted chunk is never an FTS5 hit again. So a root's chunks are read once per process
+(`root_key` index), and after a write only the chunks added since (`id` range) are read. Hits newer than what
+was read (a write that committed after the memory generation was read) are asked of the database, so the answer is
+always the database's.
 
 Like the other per-generation caches, this trusts that ids and generations only move forward; tests, which roll
 every transaction back, call `forget_owners`.

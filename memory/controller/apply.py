@@ -26,7 +26,7 @@ from memory.domain.models import sha256_text
 from memory.domain.names import INDEX_FILENAME, is_system_path
 from memory.models import Decision
 from memory.store import files
-from memory.store.index_md import HEADER, index_line, render_index, splice_index
+from memory.store.index_md import HEADER, index_line, render_index, splice_lines
 
 from . import faults, stamps
 from .decision_log import stamp_applied
@@ -91,7 +91,7 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
                 elif replaying or external or previous != (row.name, row.description):
                     update_index_line(ref.root_key, root, filename, line)
             stamps.advance(ref.root_key, before, stamps.root_mtime(root))
-            _record_applied(decision)
+            _record_applied([decision])
     elif decision.op == Op.DELETE:
         if not external:
             files.remove_file(files.safe_path(root, filename), step=faults.hit)
@@ -100,22 +100,65 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
             if curated:
                 update_index_line(ref.root_key, root, filename, None)
             stamps.advance(ref.root_key, before, stamps.root_mtime(root))
-            _record_applied(decision)
+            _record_applied([decision])
     else:
         with transaction.atomic():
-            _record_applied(decision)
+            _record_applied([decision])
 
 
-def _record_applied(decision: Decision) -> None:
-    """The event, the generation and applied_at, in the caller's transaction (with the catalog rows, for a
+def apply_external(decisions: list[Decision], *, root: Path, documents: dict[str, Document],
+                   stats: dict[str, tuple[int, int]]) -> None:
+    """Apply the decisions that record files changed outside the controller (origin file or sync), all of one
+    root, committed together just before: what `apply_decision(external=True)` does for each, in one transaction
+    (the catalog rows, chunks and vectors in batches, MEMORY.md spliced and written once, the events, the
+    generation and applied_at), so a pull of a thousand files costs one commit, not a thousand. `documents` are the
+    parsed files and `stats` their (size, mtime_ns), from the read the decisions were made from: a file saved again
+    since then keeps a row whose size and mtime no longer match, so the next reconcile records that change too.
+
+    A kill anywhere in here rolls the transaction back (MEMORY.md may already be written: replay splices, never
+    appends); replay then applies each decision with `apply_decision(external=True)`, which ends in the same
+    state."""
+    if not decisions:
+        return
+    first = decisions[0]
+    ref = ref_from_row(first.scope, first.workspace_id, first.agent_name, first.agent_tier)
+    rows = []
+    removed: list[str] = []
+    lines: dict[str, str | None] = {}
+    for decision in decisions:
+        filename = decision.target_filename
+        if decision.op in (Op.ADD, Op.UPDATE):
+            size, mtime_ns = stats[filename]
+            disk = DiskFile(filename, decision.post_content, decision.post_content_hash, size, mtime_ns)
+            row = entry_row(ref, disk, documents[filename],
+                            hand_edited=decision.origin == Origin.FILE and decision.op == Op.UPDATE)
+            rows.append(row)
+            line: str | None = index_line(filename, row.name, row.description)
+        elif decision.op == Op.DELETE:
+            removed.append(filename)
+            line = None
+        else:
+            continue
+        if not is_system_path(filename):
+            lines[filename] = line
+    with transaction.atomic():
+        upsert_rows(rows)
+        delete_rows(ref.root_key, removed)
+        faults.hit("inside_catalog_write")
+        update_index_lines(ref.root_key, root, lines)
+        _record_applied(decisions)
+
+
+def _record_applied(decisions: list[Decision]) -> None:
+    """The events, the generation and applied_at, in the caller's transaction (with the catalog rows, for a
     mutation). The generation advances after MEMORY.md is written, so a snapshot taken at the new generation
     always sees the new index."""
     faults.hit("after_reindex")
-    decision_events_record([decision])
-    if decision.op in MUTATING_OPS:
+    decision_events_record(decisions)
+    if any(decision.op in MUTATING_OPS for decision in decisions):
         advance_generation()
     faults.hit("before_applied")
-    stamp_applied([decision])
+    stamp_applied(decisions)
 
 
 def append_index_line(root_key: str, root: Path, line: str) -> None:
@@ -136,9 +179,16 @@ def append_index_line(root_key: str, root: Path, line: str) -> None:
 def update_index_line(root_key: str, root: Path, filename: str, line: str | None) -> None:
     """Change, remove (line None) or make sure of one file's line; render the index whole when it is missing or
     not in the rendered form."""
+    update_index_lines(root_key, root, {filename: line})
+
+
+def update_index_lines(root_key: str, root: Path, lines: dict[str, str | None]) -> None:
+    """`update_index_line` for many files: MEMORY.md read, spliced and written once."""
+    if not lines:
+        return
     path = root / INDEX_FILENAME
     current = files.read_index_text(path)
-    text = splice_index(current, filename, line) if current is not None else None
+    text = splice_lines(current, lines) if current is not None else None
     if text is None:
         render_memory_index(root_key, root)
     elif text != current:

@@ -6,8 +6,8 @@ in step with its catalog (`memory_state`, key `root_mtime:<hash of the root key>
 checks out (unlink, then create), and the controller writes by rename, so either changes the directory's mtime;
 an in-place save by an editor does not (the watcher or `memory reindex` records those, as before). Only when the
 mtime moved is the root listed, (name, size, mtime) against the catalog rows, and only the files that differ are
-reconciled, under the write lock, through `reconcile_file` (origin `file`); many of them go through
-`reindex_root` in one batch.
+reconciled, under the write lock, in one batch (`reconcile_files`: one durable commit of their decisions, one
+transaction applying them), whatever the size of the root.
 """
 
 from __future__ import annotations
@@ -25,10 +25,7 @@ from memory.store import files
 
 from . import stamps
 from .core import exclusive
-from .reconcile import reconcile_file, reindex_root
-
-# Above this many changed files one batch (one durable commit, one catalog transaction) beats a commit per file.
-BATCH_FROM = 16
+from .reconcile import reconcile_files
 
 
 def changed_files(root_key: str, root: Path) -> list[str]:
@@ -58,14 +55,8 @@ def catch_up(ref: ScopeRef, root: Path, config: Config, *, origin: Origin = Orig
     changed = [name for name in changed_files(ref.root_key, root) if not (root / name).is_symlink()]
     if changed:
         with exclusive(config):
-            if len(changed) >= BATCH_FROM:
-                report = reindex_root(ref, root, limits=limits, origin=origin)
-                decided.extend(report.external_decisions)
-            else:
-                for filename in changed:
-                    result = reconcile_file(ref, root, filename, limits, origin=origin)
-                    if result.decision is not None:
-                        decided.append(result.decision.id)
+            decided.extend(decision.id for decision in
+                           reconcile_files(ref, root, changed, limits, origin=origin).decisions)
     # Recorded even when a file was invalid (a merge conflict): health reports it, and resolving it is a
     # controller write, which moves the mtime again.
     stamps.record(ref.root_key, mtime_ns)

@@ -38,7 +38,7 @@ from memory.models import Decision
 from memory.store import files
 
 from . import faults
-from .apply import apply_decision, render_memory_index
+from .apply import apply_decision, apply_external, render_memory_index
 from .decision_log import new_decision, persist_decisions, stamp_applied
 from .events import decision_events_record
 
@@ -122,14 +122,64 @@ def external_decision(ref: ScopeRef, filename: str, text: str | None, document: 
     )
 
 
+@dataclass(frozen=True)
+class _Examined:
+    """One file as found on disk, against its catalog row."""
+
+    text: str | None = None  # None: the file is gone
+    document: Document | None = None
+    stat: tuple[int, int] | None = None  # (size, mtime_ns) of the read
+    invalid_reason: str | None = None
+    changed: bool = False  # its content differs from the row's (or the file or the row is new, or gone)
+
+
+def _examine(path: Path, filename: str, entry: tuple[str, int, int] | None, limits: Limits | None) -> _Examined:
+    """Read a file once and tell whether its content differs from its catalog row `entry` (content_hash, size,
+    mtime_ns); a changed file is parsed and held to the limits of a controller write."""
+    try:
+        found = files.read_path(path, filename)
+    except DOCUMENT_ERRORS as exc:  # a FIFO, a device or a link under a memory name: reported, never read
+        return _Examined(invalid_reason=str(exc.details.get("reason", "invalid")))
+    if found is None:
+        return _Examined(changed=entry is not None)
+    data, info = found
+    stat = (info.st_size, info.st_mtime_ns)
+    if entry is not None and stat == (entry[1], entry[2]):
+        return _Examined(stat=stat)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return _Examined(stat=stat, invalid_reason="encoding")
+    if entry is not None and files.sha256_bytes(data) == entry[0]:
+        return _Examined(text=text, stat=stat)
+    try:
+        document = parse_document(text, filename=filename)
+        if limits is not None:
+            check_hand_edit(document, limits)
+    except DOCUMENT_ERRORS as exc:
+        # A broken or oversized hand edit is reported by health, never overwritten, deleted or indexed.
+        return _Examined(stat=stat, invalid_reason=str(exc.details.get("reason", "invalid")))
+    return _Examined(text=text, document=document, stat=stat, changed=True)
+
+
+def _entries(root_key: str, filenames: list[str]) -> dict[str, tuple[str, int, int]]:
+    """{filename: (content_hash, size, mtime_ns)} of the files' catalog rows."""
+    found: dict[str, tuple[str, int, int]] = {}
+    with sql.cursor() as cursor:
+        for start in range(0, len(filenames), 500):
+            batch = filenames[start : start + 500]
+            marks = ", ".join("%s" for _ in batch)
+            cursor.execute("SELECT filename, content_hash, size, mtime_ns FROM memory_catalog_entries "
+                           f"WHERE root_key = %s AND filename IN ({marks})", [root_key, *batch])
+            found.update((name, (digest, size, mtime)) for name, digest, size, mtime in cursor.fetchall())
+    return found
+
+
 def reconcile_file(ref: ScopeRef, root: Path, filename: str, limits: Limits | None = None, *,
                    origin: Origin = Origin.FILE) -> ReconcileResult:
     """Record a hand edit of one file, if there is one. Called under the write lock."""
     path = files.safe_path(root, filename)
-    with sql.cursor() as cursor:
-        cursor.execute("SELECT content_hash, size, mtime_ns FROM memory_catalog_entries "
-                       "WHERE root_key = %s AND filename = %s", [ref.root_key, filename])
-        entry = cursor.fetchone()
+    entry = _entries(ref.root_key, [filename]).get(filename)
     try:
         stat = os.lstat(path)
     except FileNotFoundError:
@@ -137,33 +187,80 @@ def reconcile_file(ref: ScopeRef, root: Path, filename: str, limits: Limits | No
     if stat is None and entry is None:
         return ReconcileResult()
     if stat is not None and entry is not None and (stat.st_size, stat.st_mtime_ns) == (entry[1], entry[2]):
-        return ReconcileResult()
-    text: str | None = None
-    document: Document | None = None
-    try:
-        found = files.read_path(path, filename) if stat is not None else None
-    except DOCUMENT_ERRORS as exc:  # a FIFO, a device or a link under a memory name: reported, never read
-        return ReconcileResult(invalid_reason=str(exc.details.get("reason", "invalid")))
-    if found is not None:
-        try:
-            text = found[0].decode("utf-8")
-        except UnicodeDecodeError:
-            return ReconcileResult(invalid_reason="encoding")
-        if entry is not None and sha256_text(text) == entry[0]:
-            return ReconcileResult()
-        try:
-            document = parse_document(text, filename=filename)
-            if limits is not None:
-                check_hand_edit(document, limits)
-        except DOCUMENT_ERRORS as exc:
-            # A broken or oversized hand edit is reported by health, never overwritten, deleted or indexed.
-            return ReconcileResult(invalid_reason=str(exc.details.get("reason", "invalid")))
+        return ReconcileResult()  # the common case before a write: one stat, nothing read
+    found = _examine(path, filename, entry, limits)
+    if not found.changed:
+        return ReconcileResult(invalid_reason=found.invalid_reason)
     prior = last_known_contents(ref.root_key, [filename]).get(filename)
-    decision = external_decision(ref, filename, text, document, prior, had_row=entry is not None, origin=origin)
+    decision = external_decision(ref, filename, found.text, found.document, prior, had_row=entry is not None,
+                                 origin=origin)
     persist_decisions([decision])
     # The file was there before its row: MEMORY.md may already list it, so the index is checked, not appended to.
-    apply_decision(decision, root=root, document=document, external=True)
+    apply_decision(decision, root=root, document=found.document, external=True)
     return ReconcileResult(decision=decision)
+
+
+@dataclass
+class BatchReconcile:
+    decisions: list[Decision] = field(default_factory=list)
+    invalid: dict[str, str] = field(default_factory=dict)  # filename -> reason: refused, its previous version kept
+
+
+def reconcile_files(ref: ScopeRef, root: Path, filenames: list[str], limits: Limits | None = None, *,
+                    origin: Origin = Origin.FILE) -> BatchReconcile:
+    """Record what changed in many files of one root at once (a pull, a checkout): each changed file its own
+    decision, as `reconcile_file` would record it, for a cost that grows with the files named, not with the root.
+    Called under the write lock.
+
+    The order of invariant 3 holds for the batch: every decision is committed in one durable transaction before
+    anything they describe changes, then `apply_external` applies them all in one transaction (rows, chunks,
+    vectors in one embedding call, MEMORY.md written once, events, applied_at). A kill between the two is
+    repaired by replay, which applies each decision on its own and ends in the same state. A file whose content
+    is unchanged but whose size or mtime moved gets its row's stat refreshed, so it is not read again."""
+    report = BatchReconcile()
+    entries = _entries(ref.root_key, filenames)
+    changed: list[tuple[str, _Examined]] = []
+    restated: list[tuple[str, _Examined]] = []
+    for filename in filenames:
+        found = _examine(files.safe_path(root, filename), filename, entries.get(filename), limits)
+        if found.invalid_reason is not None:
+            report.invalid[filename] = found.invalid_reason
+        elif found.changed:
+            changed.append((filename, found))
+        elif found.text is not None and found.stat is not None:
+            restated.append((filename, found))
+    if changed:
+        priors = last_known_contents(ref.root_key, [filename for filename, _found in changed])
+        now = utc_now()
+        report.decisions = [
+            external_decision(ref, filename, found.text, found.document, priors.get(filename),
+                              had_row=filename in entries, now=now, origin=origin)
+            for filename, found in changed]
+        persist_decisions(report.decisions)
+        apply_external(report.decisions, root=root,
+                       documents={filename: found.document for filename, found in changed if found.document},
+                       stats={filename: found.stat for filename, found in changed if found.stat})
+    if restated:
+        _restate(ref, restated)
+    return report
+
+
+def _restate(ref: ScopeRef, found: list[tuple[str, _Examined]]) -> None:
+    """Rows of files rewritten with the bytes they already had: re-derived with the new stat (a hand-edited
+    memory is dated by its mtime), the chunks untouched since their text is the same."""
+    by_hand = hand_edited(ref.root_key, [filename for filename, _found in found])
+    rows = []
+    for filename, examined in found:
+        assert examined.text is not None and examined.stat is not None
+        try:
+            document = parse_document(examined.text, filename=filename)
+        except DOCUMENT_ERRORS:
+            continue  # its row is already this content's; an invalid file never had one refreshed
+        size, mtime_ns = examined.stat
+        rows.append(entry_row(ref, DiskFile(filename, examined.text, sha256_text(examined.text), size, mtime_ns),
+                              document, hand_edited=filename in by_hand))
+    with transaction.atomic():
+        upsert_rows(rows)
 
 
 def _previous_rows(ref: ScopeRef, filenames: list[str]) -> list[Row]:

@@ -50,23 +50,37 @@ def _filename_of(line: str) -> str | None:
 def splice_index(text: str, filename: str, line: str | None) -> str | None:
     """Replace or remove (line None) one file's entry, or append it when absent. None when the text is not in the
     rendered form (hand-edited, say): the caller then renders the index whole."""
+    return splice_lines(text, {filename: line})
+
+
+def splice_lines(text: str, changes: dict[str, str | None]) -> str | None:
+    """`splice_index` for many files at once, in one pass over the index: the same text as splicing them one by
+    one in `changes`' order (new entries are appended in that order)."""
     lines = _lines(text)
     if lines is None:
         return None
-    positions = [index for index, existing in enumerate(lines) if _filename_of(existing) == filename]
-    if len(positions) > 1:
-        return None
-    if line is None:
-        if not positions:
-            return text
-        del lines[positions[0]]
-    elif positions:
-        if lines[positions[0]] == line:
-            return text
-        lines[positions[0]] = line
-    else:
-        lines.append(line)
-    return _join(lines)
+    positions: dict[str, int] = {}
+    for index, existing in enumerate(lines):
+        filename = _filename_of(existing)
+        if filename in changes:
+            if filename in positions:
+                return None  # listed twice: not the rendered form
+            positions[filename] = index
+    removed: set[int] = set()
+    for filename, line in changes.items():
+        at = positions.get(filename)
+        if line is None:
+            if at is not None:
+                removed.add(at)
+        elif at is not None:
+            lines[at] = line
+        else:
+            positions[filename] = len(lines)
+            lines.append(line)
+    if removed:
+        lines = [line for index, line in enumerate(lines) if index not in removed]
+    joined = _join(lines)
+    return text if joined == text else joined
 
 
 def listed_filenames(text: str) -> list[str] | None:

@@ -157,3 +157,38 @@ def _root_keys() -> list[str]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT root_key FROM memory_catalog_entries")
         return [row[0] for row in cursor.fetchall()]
+
+
+def chunk_ids(filename: str) -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT c.id FROM memory_chunks c JOIN memory_catalog_entries e ON e.id = c.entry_id "
+                       "WHERE e.filename = %s ORDER BY c.ordinal", [filename])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def fts_integrity_holds() -> bool:
+    with connection.cursor() as cursor:
+        for table in ("memory_fts_unicode", "memory_fts_trigram"):
+            # Raises (SQLITE_CORRUPT_VTAB) when the index and memory_chunks disagree.
+            cursor.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+    return True
+
+
+def test_an_edited_memorys_chunks_take_ids_never_used_before_and_no_later_chunk_reuses_them(ws):
+    """The recall caches (catalog.owners, vectors.root_matrix) trust that a chunk id never changes its text or
+    vector: a rewritten chunk moves to a new id above every earlier one, also when the memory is deleted next."""
+    filename = h.write(ws, name="Backups", content=long_body())["decision"]["target_filename"]
+    seen = chunk_ids(filename)
+    shorter = long_body()[: len(long_body()) * 4 // 5]  # four passages: four rows rewritten, one deleted
+    short = long_body().partition("## Alerts")[0]  # one passage: one row rewritten, three deleted
+    for body in (shorter, short, long_body("restore")):  # then five: one rewritten, four inserted
+        h.edit(ws, filename=filename, content=body)
+        ids = chunk_ids(filename)
+        assert min(ids) > max(seen) and ids == sorted(ids)
+        assert_vectors_match_text(chunks(filename))
+        assert fts_integrity_holds()
+        seen += ids
+    assert len(chunks(filename)) == len(SECTIONS)
+    h.delete(ws, filename=filename)
+    later = h.write(ws, name="Alerts", content="Page the on-call when WAL archiving lags.")
+    assert min(chunk_ids(later["decision"]["target_filename"])) > max(seen)
