@@ -421,6 +421,10 @@ def write_prose_memories(root: Path, count: int, words: ProseWords, rng: random.
     return paths
 
 
+# Long technical memories, as coding agents write them: bodies of 2-5 KB, several passages each.
+LONG_BODY_BYTES = (2000, 5000)
+
+
 QUESTION_WORDS = ("what", "where", "how")
 
 

@@ -18,10 +18,14 @@ target is computed against the bare `frontmatter.loads` floor.
 
 `--text prose` (the default) writes bodies in words with a natural frequency over a fixed synthetic vocabulary;
 `--text unique` writes every word once (random 8-letter words), the worst case for the trigram index.
+`--text long` writes prose bodies of 2-5 KB (`common.LONG_BODY_BYTES`, several passages each). With
+`--whole-bodies` every body is indexed as one chunk (`memory.domain.passages.SPLIT_WORDS` raised past any body):
+run both on the same seed to see what cutting long memories into passages costs the index.
 """
 
 from __future__ import annotations
 
+import random
 import statistics
 import sys
 import time
@@ -39,10 +43,13 @@ def main() -> None:
     parser = common.parser(__doc__)
     parser.add_argument("--files", type=int, default=10_000, help="memory files in the root")
     parser.add_argument("--seed", type=int, default=20240602)
-    parser.add_argument("--text", choices=("prose", "unique"), default="prose")
+    parser.add_argument("--text", choices=("prose", "unique", "long"), default="prose")
+    parser.add_argument("--whole-bodies", action="store_true",
+                        help="index every body as one chunk, to compare with passages (same seed)")
     parser.add_argument("--profile", metavar="PATH",
                         help="cProfile each reindex into PATH.first and PATH.second")
-    common.main(parser, lambda env, args: run(env, args.files, args.seed, args.profile, args.text), home="reindex")
+    common.main(parser, lambda env, args: run(env, args.files, args.seed, args.profile, args.text,
+                                              whole_bodies=args.whole_bodies), home="reindex")
 
 
 def floor(paths: list[Path]) -> float:
@@ -65,11 +72,12 @@ def floor_strict(paths: list[Path]) -> float:
     return time.perf_counter() - started
 
 
-def run(env: common.Env, count: int, seed: int, profile: str | None, text: str) -> dict[str, object]:
+def run(env: common.Env, count: int, seed: int, profile: str | None, text: str, *,
+        whole_bodies: bool = False) -> dict[str, object]:
     from memory.domain.document import render_document
     from memory.domain.enums import MemoryType, Origin, Scope
     from memory.domain.models import Frontmatter, ScopeRef
-    from memory.models import CatalogEntry, Decision
+    from memory.models import CatalogEntry, Chunk, Decision
     from memory.services.catalog import ReindexInput, catalog_reindex
     from memory.services.inputs import Caller, Selector
     from memory.services.resolution import resolve
@@ -80,8 +88,20 @@ def run(env: common.Env, count: int, seed: int, profile: str | None, text: str) 
     root = resolved.root(ref)
     root.mkdir(parents=True, exist_ok=True)
 
-    words = common.ProseWords(seed) if text == "prose" else common.Words(seed)
-    make = common.prose_content if text == "prose" else common.content
+    if whole_bodies:
+        from memory.domain import passages
+
+        passages.SPLIT_WORDS = 10**9  # read at each call: no body is cut
+    rng = random.Random(seed)
+    words = common.Words(seed) if text == "unique" else common.ProseWords(seed)
+    if text == "long":
+        low, high = common.LONG_BODY_BYTES
+
+        def make(words: common.ProseWords) -> common.Content:
+            # About 80 bytes a line of twelve words, as in common.write_prose_memories.
+            return common.prose_content(words, lines=max(1, round(rng.uniform(low, high) / 80)), per_line=12)
+    else:
+        make = common.prose_content if text == "prose" else common.content
     common.log(f"writing {count} memory files to {root}")
     paths = []
     for _ in range(count):
@@ -110,6 +130,7 @@ def run(env: common.Env, count: int, seed: int, profile: str | None, text: str) 
     strict_runs.append(floor_strict(paths))
     second_s, second = reindex("second")
     indexed_after_second = CatalogEntry.objects.filter(root_key=ref.root_key, is_system=False).count()
+    chunks = Chunk.objects.filter(entry__root_key=ref.root_key).count()
     floor_runs.append(floor(paths))
     strict_runs.append(floor_strict(paths))
     rebuild_s, rebuilt = reindex("rebuild", rebuild=True)
@@ -145,6 +166,8 @@ def run(env: common.Env, count: int, seed: int, profile: str | None, text: str) 
         "second_reindex_in_sync": block(second_s, second),
         "rebuild_every_row": block(rebuild_s, rebuilt),
         "text": text,
+        "whole_bodies": whole_bodies,
+        "chunks": chunks,
         "floor_read_and_frontmatter_loads": {
             "seconds_median": round(floor_s, 3),
             "seconds_each_run": [round(value, 3) for value in floor_runs],

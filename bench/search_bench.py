@@ -61,7 +61,7 @@ import common  # noqa: E402  (must come before Django)
 
 TARGET_FLOOR_RATIO = 3.0
 TARGET_P95_MS_AT_10000 = 20.0
-LONG_BODY_BYTES = (2000, 5000)
+LONG_BODY_BYTES = common.LONG_BODY_BYTES
 WARMUP_SEED_OFFSET = 1_000_003
 
 
