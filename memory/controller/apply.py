@@ -67,6 +67,8 @@ def apply_decision(decision: Decision, *, root: Path, document: Document | None 
                 files.atomic_write(path, decision.post_content, step=faults.hit)
         elif reserved is not None:
             files.discard_reserved(reserved)
+        if external:
+            files.make_private(path)  # as private as the controller's own files, whatever put it there
         if matches or not external:
             stat = os.lstat(path)
             size, mtime_ns = stat.st_size, stat.st_mtime_ns
@@ -141,6 +143,10 @@ def apply_external(decisions: list[Decision], *, root: Path, documents: dict[str
             continue
         if not is_system_path(filename):
             lines[filename] = line
+    for row in rows:
+        # Git checks a file out with the umask's mode (0644): accepted as memory, it gets the controller's (0600).
+        # Before the commit, so a replay after a kill does it again.
+        files.make_private(files.safe_path(root, row.filename))
     with transaction.atomic():
         upsert_rows(rows)
         delete_rows(ref.root_key, removed)

@@ -225,6 +225,24 @@ def read_tail(path: Path, size: int) -> tuple[int, bytes] | None:
         os.close(fd)
 
 
+def make_private(path: Path) -> None:
+    """Give a memory file that something else put in a root (a git pull or checkout, an editor under a 022 umask)
+    the mode of the files the controller writes, 0600. Only a regular file, never through a link; a file that is
+    gone, or not this user's to change, is left as it is. The mode is metadata: the file's bytes and mtime, which
+    the catalog compares, do not change."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | NO_FOLLOW)
+    except OSError:
+        return  # missing, or a link (ELOOP): health reports a link; there is nothing to tighten
+    try:
+        info = os.fstat(fd)
+        if stat_module.S_ISREG(info.st_mode) and stat_module.S_IMODE(info.st_mode) != PRIVATE_FILE:
+            with contextlib.suppress(PermissionError):
+                os.fchmod(fd, PRIVATE_FILE)
+    finally:
+        os.close(fd)
+
+
 def remove_file(path: Path, *, step: Step = _noop_step, durable: bool = True) -> None:
     try:
         os.unlink(path)
