@@ -218,3 +218,41 @@ def test_the_task_cluster_schedules_sync_only_when_every_minutes_is_set(home, mo
     monkeypatch.setenv("COMPOZY_MEMORY__SYNC__EVERY_MINUTES", "0")
     ensure_schedules()
     assert not Schedule.objects.filter(name=SYNC_SCHEDULE).exists()
+
+
+def test_two_machines_writing_one_memory_name_make_decisions_with_distinct_ids_and_lose_neither_content(tmp_path,
+                                                                                                       remote):
+    """Decision ids are content hashes (decision_identity), not ULIDs: two machines' decisions for the same file
+    differ in content (and time), so their ids differ, in each home and in the commit messages both push."""
+    machines = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        machines.append(Cli(home=tmp_path / name / "home", cwd=tmp_path / name))
+    a, b = machines
+    for machine, editor in ((a, "Prefers zqhelix."), (b, "Prefers zqkakoune.")):
+        ok(machine("memory", "write", "--scope", "global", "--type", "user", "--name", "Editor", "--description",
+                   "what I edit with", "--content", editor, **GIT_ENV))
+    first = ok(a("memory", "sync", "--remote", str(remote), "-o", "json", **GIT_ENV))
+    conflicted = b("memory", "sync", "--remote", str(remote), "-o", "json", **GIT_ENV)
+    assert conflicted.code == 9 and [c["filename"] for c in conflicted.json["conflicts"]] == ["user_editor.md"]
+    (a_add,) = [c["decision_id"] for c in first["committed"]]
+    (b_add,) = [c["decision_id"] for c in conflicted.json["committed"]]
+    assert a_add != b_add
+    ok(b("memory", "resolve", "user_editor.md", "--scope", "global", "--keep", "both", "-o", "json", **GIT_ENV))
+    assert ok(b("memory", "sync", "-o", "json", **GIT_ENV))["pushed"]
+    ok(a("memory", "sync", "-o", "json", **GIT_ENV))
+
+    ids = {}
+    for name, machine in (("a", a), ("b", b)):
+        decisions = ok(machine("memory", "decisions", "list", "--scope", "global", "-o", "json"))["decisions"]
+        ids[name] = [d["id"] for d in decisions]
+        assert len(set(ids[name])) == len(ids[name])
+        memory = machine.home / "memory"
+        kept = (memory / "user_editor.md").read_text() + (memory / "user_editor_theirs.md").read_text()
+        assert "zqhelix" in kept and "zqkakoune" in kept and "<<<<<<<" not in kept  # nothing lost, on both
+    assert a_add in ids["a"] and b_add in ids["b"]
+    # Each home has its own decisions for what the other did (origin sync), never the other's ids reused.
+    assert set(ids["a"]) & set(ids["b"]) == set()
+    pushed = [s.split()[0] for s in git(remote, "log", "--format=%s", "main").stdout.split("\n")
+              if s.startswith("dec_")]
+    assert a_add in pushed and b_add in pushed and len(set(pushed)) == len(pushed)
