@@ -32,7 +32,7 @@ from pathlib import Path
 from compozy.config import Config
 from memory.catalog.state import root_state_key, set_state_value, state_value
 from memory.domain.document import conflict_marker_line
-from memory.domain.enums import MUTATING_OPS, Op, Origin
+from memory.domain.enums import MUTATING_OPS, Op, Origin, Scope
 from memory.domain.errors import SyncFailed, ValidationError
 from memory.domain.models import ScopeRef
 from memory.domain.names import INDEX_FILENAME, is_memory_document_name
@@ -44,6 +44,9 @@ from .freshness import catch_up
 from .lock import sync_lock
 
 BRANCH = "main"
+# An agent's global tier ($COMPOZY_HOME/agents/<name>/memory) is the person's too: it syncs with the same remote, in
+# a repository of its own whose branch is `agents/<name>`.
+AGENT_BRANCHES = "agents/"
 REMOTE = "origin"
 # What of a memory root stays on this machine (the global root has no checkpoint: that is a workspace's).
 IGNORED = ("_system/", "_inbox/", INDEX_FILENAME, f"*{files.TEMP_SUFFIX}")
@@ -141,6 +144,24 @@ def _pending(root_key: str, after: int) -> list[Decision]:
     return pending
 
 
+def branch_of(ref: ScopeRef) -> str:
+    return BRANCH if ref.scope is Scope.GLOBAL else AGENT_BRANCHES + ref.agent_name
+
+
+def remote_agents(root: Path) -> list[str]:
+    """The agents whose global tier the remote holds (branches `agents/<name>`), as the last fetch in the global
+    root saw them."""
+    listed = git.run(root, "for-each-ref", "--format=%(refname)", f"refs/remotes/{REMOTE}/{AGENT_BRANCHES}")
+    prefix = f"refs/remotes/{REMOTE}/{AGENT_BRANCHES}"
+    return sorted(line[len(prefix):] for line in listed.stdout.split("\n") if line.startswith(prefix))
+
+
+def remote_url(root: Path) -> str | None:
+    """The URL the root syncs with (as given: the input refuses one carrying a password)."""
+    found = git.run(root, "remote", "get-url", REMOTE)
+    return found.stdout.strip() if found.ok else None
+
+
 def commit_decisions(ref: ScopeRef, root: Path) -> tuple[list[Commit], int | None]:
     """Step 2: one commit per applied decision since the last sync that changes what git holds. Returns the
     commits and the seq to record as synced (None when nothing was examined)."""
@@ -172,7 +193,7 @@ def commit_decisions(ref: ScopeRef, root: Path) -> tuple[list[Commit], int | Non
             change = b"M 100644 inline " + filename.encode() + b"\ndata %d\n" % len(data) + data + b"\n"
         message = f"{decision.id} {decision.op} {filename}\n\n{decision.reason}\n".encode()
         when = int(decision.decided_at.timestamp())
-        header = (b"commit refs/heads/" + BRANCH.encode() + b"\ncommitter " + ident + b" %d +0000\n" % when
+        header = (b"commit refs/heads/" + branch_of(ref).encode() + b"\ncommitter " + ident + b" %d +0000\n" % when
                   + b"data %d\n" % len(message) + message)
         if parent and not commits:
             header += b"from " + parent.encode() + b"\n"
@@ -185,7 +206,7 @@ def commit_decisions(ref: ScopeRef, root: Path) -> tuple[list[Commit], int | Non
     return commits, decisions[-1].seq
 
 
-def _ensure_repository(root: Path, remote: str | None) -> tuple[bool, str]:
+def _ensure_repository(root: Path, remote: str | None, branch: str) -> tuple[bool, str]:
     initialized = False
     if not git.is_repository(root):
         if not remote:
@@ -194,7 +215,7 @@ def _ensure_repository(root: Path, remote: str | None) -> tuple[bool, str]:
                 "This memory root is not synced yet: the first sync needs the remote to sync with (a bare "
                 "repository's path, or a private repository's URL).",
                 details={"field": "remote", "reason": "no_remote"})
-        _git(root, "init", "-q", "-b", BRANCH, step="init")
+        _git(root, "init", "-q", "-b", branch, step="init")
         initialized = True
     sharing.ensure_ignore_file(root / ".gitignore", IGNORED, header=IGNORE_HEADER)
     current = git.run(root, "remote", "get-url", REMOTE)
@@ -219,10 +240,10 @@ def _rebase_in_progress(root: Path) -> bool:
     return (root / ".git" / "rebase-merge").exists() or (root / ".git" / "rebase-apply").exists()
 
 
-def _pull(root: Path) -> tuple[int, list[str], list[SyncConflict]]:
+def _pull(root: Path, branch: str) -> tuple[int, list[str], list[SyncConflict]]:
     """Step 3. Returns (commits pulled, files the pull changed, conflicts left in files)."""
     _git(root, "fetch", "-q", REMOTE, step="fetch")
-    upstream = f"refs/remotes/{REMOTE}/{BRANCH}"
+    upstream = f"refs/remotes/{REMOTE}/{branch}"
     if not git.run(root, "rev-parse", "-q", "--verify", upstream).ok:
         return 0, [], []  # an empty remote: nothing to pull
     before = git.run(root, "rev-parse", "-q", "--verify", "HEAD").stdout.strip()
@@ -244,7 +265,7 @@ def _pull(root: Path) -> tuple[int, list[str], list[SyncConflict]]:
                                           step="diff").stdout.split("\n") if name]
         replaying = git.run(root, "log", "-1", "--format=%s", "REBASE_HEAD").stdout.strip()
         for name in unmerged:
-            conflicts.append(SyncConflict(name, ours=f"{REMOTE}/{BRANCH} (the remote's version)",
+            conflicts.append(SyncConflict(name, ours=f"{REMOTE}/{branch} (the remote's version)",
                                           theirs=f"this machine's {replaying or 'commit'}"))
         if unmerged:
             # Committed with its markers: the rebase completes and neither side is lost; the file is invalid
@@ -263,10 +284,11 @@ def _pull(root: Path) -> tuple[int, list[str], list[SyncConflict]]:
 
 
 def sync_root(ref: ScopeRef, root: Path, config: Config, *, remote: str | None) -> SyncReport:
+    branch = branch_of(ref)
     with sync_lock(config.memory.controller.lock_timeout):
         if not root.is_dir():
-            files.make_scope_dirs(root, with_inbox=True)
-        initialized, url = _ensure_repository(root, remote)
+            files.make_scope_dirs(root, with_inbox=ref.scope is Scope.GLOBAL)
+        initialized, url = _ensure_repository(root, remote, branch)
         report = SyncReport(root_key=ref.root_key, path=str(root), remote=url, initialized=initialized)
         report.hand_edits = catch_up(ref, root, config)
         commits, seq = commit_decisions(ref, root)
@@ -275,7 +297,7 @@ def sync_root(ref: ScopeRef, root: Path, config: Config, *, remote: str | None) 
             _record_seq(ref.root_key, seq)
         _commit_ignore_file(root)
         for _attempt in range(PUSH_ATTEMPTS):
-            pulled, changed, conflicts = _pull(root)
+            pulled, changed, conflicts = _pull(root, branch)
             report.pulled += pulled
             report.arrived.extend(name for name in changed if name not in report.arrived)
             report.conflicts.extend(conflicts)
@@ -285,9 +307,9 @@ def sync_root(ref: ScopeRef, root: Path, config: Config, *, remote: str | None) 
                 return report
             if not git.run(root, "rev-parse", "-q", "--verify", "HEAD").ok:
                 return report  # nothing here and nothing there: nothing to push
-            pushed = git.run(root, "push", "-q", REMOTE, f"HEAD:refs/heads/{BRANCH}")
+            pushed = git.run(root, "push", "-q", REMOTE, f"HEAD:refs/heads/{branch}")
             if pushed.ok:
-                git.run(root, "branch", "-q", f"--set-upstream-to={REMOTE}/{BRANCH}")
+                git.run(root, "branch", "-q", f"--set-upstream-to={REMOTE}/{branch}")
                 report.pushed = True
                 return report
             if "rejected" not in pushed.stderr and "fetch first" not in pushed.stderr:

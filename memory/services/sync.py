@@ -11,7 +11,7 @@ from pydantic import Field, field_validator
 
 from compozy.config import get_config
 from memory.controller import sync as engine
-from memory.domain.enums import Scope
+from memory.domain.enums import AgentTier, Scope
 from memory.domain.errors import ValidationError
 from memory.domain.models import ScopeRef
 from memory.store import git
@@ -19,6 +19,7 @@ from memory.store import roots as store_roots
 
 from .inputs import Caller, Input
 from .results import Result
+from .root_discovery import administered_refs_across
 
 
 class SyncInput(Input):
@@ -55,7 +56,7 @@ class SyncConflict(Result):
     resolve: str = Field(description="The command that resolves it.")
 
 
-class SyncResult(Result):
+class RootSyncResult(Result):
     root_key: str
     path: str
     remote: str
@@ -69,20 +70,44 @@ class SyncResult(Result):
     pushed: bool
 
 
-def memory_sync(*, data: SyncInput, caller: Caller) -> SyncResult:
-    config = get_config(None)
-    ref = ScopeRef(scope=Scope.GLOBAL)
-    report = engine.sync_root(ref, store_roots.root_path(ref, None), config, remote=data.remote)
-    return SyncResult(
+class AgentSyncResult(RootSyncResult):
+    agent_name: str = Field(description="The agent whose global tier ($COMPOZY_HOME/agents/<name>/memory) this is.")
+
+
+class SyncResult(RootSyncResult):
+    agents: list[AgentSyncResult] = Field(default_factory=list, description=(
+        "Each agent's global tier, synced with the same remote on branch agents/<name>: the tiers this machine has "
+        "and those the remote has."))
+
+
+def _root_result(report: engine.SyncReport, resolve: str) -> dict[str, Any]:
+    return dict(
         root_key=report.root_key, path=report.path, remote=report.remote, initialized=report.initialized,
         hand_edits=report.hand_edits,
         committed=[SyncCommit(decision_id=c.decision_id, op=c.op, filename=c.filename) for c in report.committed],
         pulled=report.pulled, arrived=report.arrived, reconciled=report.reconciled,
         conflicts=[SyncConflict(filename=c.filename, ours=c.ours, theirs=c.theirs,
-                                resolve=f"compozy memory resolve {c.filename} --scope global "
-                                        "--keep ours|theirs|both|edit")
+                                resolve=f"compozy memory resolve {c.filename} {resolve} --keep ours|theirs|both|edit")
                    for c in report.conflicts],
         pushed=report.pushed)
+
+
+def memory_sync(*, data: SyncInput, caller: Caller) -> SyncResult:
+    """Global memory, then every agent's global tier (the person's knowledge too, kept in $COMPOZY_HOME): the
+    tiers this machine has and the ones another machine pushed (branches agents/<name> of the same remote)."""
+    config = get_config(None)
+    ref = ScopeRef(scope=Scope.GLOBAL)
+    global_root = store_roots.root_path(ref, None)
+    report = engine.sync_root(ref, global_root, config, remote=data.remote)
+    url = engine.remote_url(global_root)
+    local = [r.agent_name for r in administered_refs_across([]) if r.scope is Scope.AGENT]
+    agents = []
+    for name in sorted(set(local) | set(engine.remote_agents(global_root))):
+        agent = ScopeRef(scope=Scope.AGENT, agent_name=name, agent_tier=AgentTier.GLOBAL)
+        agent_report = engine.sync_root(agent, store_roots.root_path(agent, None), config, remote=url)
+        agents.append(AgentSyncResult(agent_name=name, **_root_result(
+            agent_report, f"--scope agent --agent {name} --agent-tier global")))
+    return SyncResult(agents=agents, **_root_result(report, "--scope global"))
 
 
 def sync_configured() -> bool:

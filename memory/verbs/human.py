@@ -64,6 +64,14 @@ def human_resolve(document: dict[str, Any]) -> str:
 
 
 def human_sync(document: dict[str, Any]) -> str:
+    lines = _human_root_sync(document)
+    for agent in document.get("agents", []):
+        lines.append(f"agent {agent['agent_name']} (global tier):")
+        lines.extend("  " + line for line in _human_root_sync(agent))
+    return "\n".join(lines)
+
+
+def _human_root_sync(document: dict[str, Any]) -> list[str]:
     lines = [f"{document['path']} ⇄ {document['remote']}" + (" (new repository)" if document["initialized"] else "")]
     if document["hand_edits"]:
         lines.append(f"recorded {len(document['hand_edits'])} hand edit(s) first")
@@ -78,7 +86,7 @@ def human_sync(document: dict[str, Any]) -> str:
                      f"{conflict['theirs']}\n  resolve: {conflict['resolve']}")
     lines.append("pushed" if document["pushed"] else
                  "not pushed: resolve the conflicts, then sync again" if document["conflicts"] else "nothing pushed")
-    return "\n".join(lines)
+    return lines
 
 
 def human_revert(document: dict[str, Any]) -> str:

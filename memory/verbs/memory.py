@@ -116,15 +116,17 @@ VERBS = [
     ),
     Verb(
         command=("memory", "sync"), input=sync.SyncInput, service=sync.memory_sync, human=human.human_sync,
-        summary="Sync global memory with a git remote: commit each decision, pull --rebase, reconcile, push.",
+        summary="Sync global memory (and agents' global tiers) with a git remote: commit each decision, pull "
+                "--rebase, reconcile, push.",
         routes=(Route("POST", "/api/memory/sync"),), errors=(SyncFailed, ControllerTimeout),
         # A conflict waiting for `memory resolve` is not pushed: the sync did less than asked.
-        incomplete=lambda document: bool(document["conflicts"]),
+        incomplete=lambda document: bool(document["conflicts"]) or any(a["conflicts"] for a in document["agents"]),
         tool=Tool("compozy__memory_sync", ADMIN_TOOLSET, destructive=False, description=(
             "Sync global memory ($COMPOZY_HOME/memory) with its git remote: one commit per decision applied since "
             "the last sync, git pull --rebase, what arrived recorded as decisions of origin sync, then push. Give "
-            "remote the first time. A conflict is reported (and not pushed) until compozy__memory_resolve "
-            "resolves it.")),
+            "remote the first time. Each agent's global tier ($COMPOZY_HOME/agents/<name>/memory) syncs the same way "
+            "with the same remote, on branch agents/<name>. A conflict is reported (and not pushed) until "
+            "compozy__memory_resolve resolves it.")),
     ),
     Verb(
         command=("memory", "delete"), input=memories.DeleteInput, service=memories.memory_delete,

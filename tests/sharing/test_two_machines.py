@@ -256,3 +256,47 @@ def test_two_machines_writing_one_memory_name_make_decisions_with_distinct_ids_a
     pushed = [s.split()[0] for s in git(remote, "log", "--format=%s", "main").stdout.split("\n")
               if s.startswith("dec_")]
     assert a_add in pushed and b_add in pushed and len(set(pushed)) == len(pushed)
+
+
+def test_an_agents_global_tier_follows_the_person_through_memory_sync_on_its_own_branch(tmp_path, remote):
+    """$COMPOZY_HOME/agents/<name>/memory is the person's knowledge like $COMPOZY_HOME/memory: memory sync carries
+    it with the same remote, on branch agents/<name>, and another machine gets it with its next sync."""
+    machines = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        machines.append(Cli(home=tmp_path / name / "home", cwd=tmp_path / name))
+    a, b = machines
+    tier = ("--scope", "agent", "--agent", "reviewer", "--agent-tier", "global")
+    ok(a("memory", "write", *tier, "--type", "feedback", "--name", "Reviewer tone", "--description",
+         "how reviews read", "--content", "Lead with the zqblocker, cite file and line.", **GIT_ENV))
+    first = ok(a("memory", "sync", "--remote", str(remote), "-o", "json", **GIT_ENV))
+    (agent,) = first["agents"]
+    assert agent["agent_name"] == "reviewer" and agent["pushed"]
+    assert [c["filename"] for c in agent["committed"]] == ["feedback_reviewer_tone.md"]
+    assert git(remote, "ls-tree", "--name-only", "agents/reviewer").stdout.split() == [
+        ".gitignore", "feedback_reviewer_tone.md"]
+    assert "feedback_reviewer_tone.md" not in git(remote, "ls-tree", "--name-only", "main").stdout
+
+    pulled = ok(b("memory", "sync", "--remote", str(remote), "-o", "json", **GIT_ENV))
+    assert [(x["agent_name"], x["arrived"]) for x in pulled["agents"]] == [("reviewer", ["feedback_reviewer_tone.md"])]
+    found = ok(b("memory", "search", "zqblocker", *tier, "-o", "json", **GIT_ENV))
+    assert [hit["memory"]["filename"] for hit in found["results"]] == ["feedback_reviewer_tone.md"]
+    decisions = ok(b("memory", "decisions", "list", *tier, "-o", "json"))["decisions"]
+    assert [(d["op"], d["origin"]) for d in decisions] == [("add", "sync")]
+
+    # Both machines change the tier: B's edit goes back to A, and a conflict is reported on the agent's entry.
+    ok(b("memory", "edit", "feedback_reviewer_tone.md", *tier, "--content", "Lead with the zqblocker, then nits.",
+         **GIT_ENV))
+    assert ok(b("memory", "sync", "-o", "json", **GIT_ENV))["agents"][0]["pushed"]
+    back = ok(a("memory", "sync", "-o", "json", **GIT_ENV))
+    assert back["agents"][0]["arrived"] == ["feedback_reviewer_tone.md"]
+    assert "then nits" in (a.home / "agents" / "reviewer" / "memory" / "feedback_reviewer_tone.md").read_text()
+    ok(a("memory", "edit", "feedback_reviewer_tone.md", *tier, "--content", "Only blockers.", **GIT_ENV))
+    ok(a("memory", "sync", "-o", "json", **GIT_ENV))
+    ok(b("memory", "edit", "feedback_reviewer_tone.md", *tier, "--content", "Blockers and nits.", **GIT_ENV))
+    conflicted = b("memory", "sync", "-o", "json", **GIT_ENV)
+    assert conflicted.code == 9, conflicted.stdout + conflicted.stderr
+    (conflict,) = conflicted.json["agents"][0]["conflicts"]
+    assert conflict["resolve"].startswith("compozy memory resolve feedback_reviewer_tone.md --scope agent --agent "
+                                          "reviewer --agent-tier global")
+    assert "CONFLICT feedback_reviewer_tone.md" in b("memory", "sync", **GIT_ENV).stdout
