@@ -100,7 +100,10 @@ def _reservation_marker() -> Path:
 
 def reservation_abandoned() -> bool:
     """Whether a writer was killed between reserving its file and committing its decision (cheap: one stat)."""
-    return _reservation_marker().exists()
+    try:
+        return _reservation_marker().stat().st_size > 0
+    except FileNotFoundError:
+        return False
 
 
 def clear_abandoned_reservation() -> None:

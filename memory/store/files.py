@@ -166,25 +166,37 @@ def commit_reserved(temp: Path, path: Path, *, step: Step = _noop_step) -> None:
 
 def write_marker(path: Path, text: str) -> None:
     """A small marker under $COMPOZY_HOME/run (never in a memory root), not fsync'd: it only has to outlive its
-    writer being killed, which the page cache does."""
+    writer being killed, which the page cache does. The file stays between uses and is rewritten in place (an
+    empty marker is no marker): creating and unlinking an inode on every write waited on the journal commit that
+    the write's own fsyncs had just started."""
     ensure_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | NO_FOLLOW, PRIVATE_FILE)
+    data = text.encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | NO_FOLLOW, PRIVATE_FILE)
     try:
-        os.write(fd, text.encode("utf-8"))
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
     finally:
         os.close(fd)
 
 
 def read_marker(path: Path) -> str | None:
+    """The marker's text, or None when there is none (no file, or an empty one)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8") or None
     except FileNotFoundError:
         return None
 
 
 def remove_marker(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+    """Empty the marker (the file stays, for the next write_marker to rewrite in place)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | NO_FOLLOW)
+    except FileNotFoundError:
+        return
+    try:
+        os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
 
 
 def discard_reserved(temp: Path) -> None:
