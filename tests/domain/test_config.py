@@ -16,7 +16,8 @@ def test_defaults_match_the_clarifications_table(tmp_path):
     assert config.memory.recall.top_k == 5
     assert config.memory.recall.raw_candidates == 50
     weights = config.memory.recall.weights
-    assert (weights.unicode, weights.trigram, weights.recency, weights.signal) == (0.55, 0.20, 0.15, 0.10)
+    assert (weights.unicode, weights.trigram, weights.semantic, weights.recency, weights.signal) == (
+        0.30, 0.30, 0.30, 0.15, 0.10)
     assert config.memory.recall.freshness.banner_after_days == 1
     assert config.memory.decisions.prune_after_applied_days == 90
     assert config.session.compaction.pressure_threshold == 0.85

@@ -222,17 +222,3 @@ def test_the_terms_a_text_holds_are_those_the_word_boundary_regex_finds():
         assert terms_in(pattern, text) == expected, text
     assert terms_in(pattern, "Deployment of the DB") == {1, 2}
     assert terms_in(pattern, "redeploy the db2 and dbs") == set()
-
-
-def test_a_lists_part_of_the_score_is_the_reciprocal_rank_formula_for_every_rank_and_zero_when_absent():
-    from memory.recall.pipeline import _list_parts
-
-    parts = _list_parts(0.55, 1.0, 50)
-    assert parts[None] == 0.0
-    assert parts[0] == 0.55 and parts[1] == 0.275
-    assert all(parts[rank] == round(0.55 * 1.0 / (1.0 + rank), 6) for rank in range(50))
-    assert set(parts) == {None, *range(50)}
-    # Kept per weight, constant and size, so read-only: a caller cannot change another question's scores.
-    assert _list_parts(0.55, 1.0, 50) is parts and _list_parts(0.55, 1.0, 49) is not parts
-    with pytest.raises(TypeError):
-        parts[0] = 1.0  # type: ignore[index]
