@@ -4,9 +4,9 @@ that weighs each list by how decisive it is for this question, scope shadowing, 
 score = Σ w'_list·(½·value_list + ½·k/(k+rank_list)) + w_recency·0.5^(age/half_life) + w_signal·EMA
 value_list is the candidate's match in the list's own measure relative to its best (1 for the best); rank_list from 0,
 so a list's first entry scores its full weight; a list the entry is absent from contributes 0 (the semantic list: its
-last entry's value, an upper bound). w'_list is the configured weight scaled by the list's decisiveness for this
-question (`decisiveness`), the three rescaled to the configured weights' sum. Weights, k and sizes come from
-configuration.
+last entry's value, an upper bound). w'_list is the configured weight scaled by the square root of the list's
+decisiveness for this question (`decisiveness`, `list_weights`), the three rescaled to the configured weights'
+sum. Weights, k and sizes come from configuration.
 """
 
 from __future__ import annotations
@@ -744,8 +744,9 @@ def decisiveness(values: list[float], *, zero: float) -> float:
 
 
 def scores(found: Candidates, plan: RecallPlan, now: datetime) -> None:
-    """Stage 2: each candidate's score in parts (`parts`): each list's weighted reciprocal rank, recency and the
-    recall signal."""
+    """Stage 2: each candidate's score in parts (`parts`): each list's part (its weight for this question, from
+    `list_weights`, times half the candidate's value and half its reciprocal rank), recency and the recall
+    signal."""
     settings = plan.settings
     weights = settings.weights
     k = settings.rank_constant
