@@ -1,7 +1,7 @@
 """`compozy memory sync` of global memory over 1,000 changed memories, beside the same `git` commands run bare.
 
     .venv/bin/python bench/sync_bench.py                 # 1,000 memories
-    .venv/bin/python bench/sync_bench.py --memories 200
+    .venv/bin/python bench/sync_bench.py --memories 200 --rounds 5
 
 All on local disk: two bare repositories stand for the remote (one for the product, one for the floor).
 
@@ -15,7 +15,9 @@ All on local disk: two bare repositories stand for the remote (one for the produ
   vectors, MEMORY.md), then a push with nothing to send. Floor: a clone at the same state runs `git fetch`,
   `git rebase --autostash` and `git diff --name-only` bare.
 
-Both in one process and one run, so both see the same load. Target: each within 3x of its floor.
+Both in one process and one run, so both see the same load. The pull runs `--rounds` times (default 3), every memory
+changed again each round, the product and the floor alternating which goes first; every round is printed. Target:
+each within 3x of its floor (the pull's on the median round, beside the worst).
 
 The pull's `reconcile_s` is the part of the product's time spent in `freshness.catch_up` (what arrived becoming
 decisions, rows, vectors, MEMORY.md); the rest is git and the sync's own bookkeeping. On this shared machine git's
@@ -50,7 +52,7 @@ def timed(function) -> tuple[float, object]:  # noqa: ANN001
     return round(time.perf_counter() - started, 3), result
 
 
-def measure(env: common.Env, count: int, seed: int) -> dict[str, object]:
+def measure(env: common.Env, count: int, seed: int, rounds_wanted: int) -> dict[str, object]:
     import os
 
     from memory.domain.enums import Origin
@@ -99,10 +101,6 @@ def measure(env: common.Env, count: int, seed: int) -> dict[str, object]:
     git(env.scratch, "clone", "-q", str(product_remote), str(floor_pull_dir))
     other = env.scratch / "other"
     git(env.scratch, "clone", "-q", str(product_remote), str(other))
-    for path in sorted(other.glob("user_*.md")):
-        path.write_text(path.read_text() + "Changed on the other machine: " + " ".join(words.words(6)) + ".\n")
-    git(other, "commit", "-qam", "the other machine's changes")
-    git(other, "push", "-q", "origin", "main")
 
     from memory.controller import sync as engine
 
@@ -116,34 +114,58 @@ def measure(env: common.Env, count: int, seed: int) -> dict[str, object]:
         finally:
             reconciling.append(time.perf_counter() - started)
 
-    common.log("pull: product")
-    engine.catch_up = timed_catch_up
-    try:
-        pull_s, pulled = timed(lambda: memory_sync(data=SyncInput(), caller=caller))
-    finally:
-        engine.catch_up = catch_up
-    assert len(pulled.arrived) == count and len(pulled.reconciled) == count, pulled  # type: ignore[attr-defined]
+    def product_pull() -> tuple[float, float]:
+        reconciling.clear()
+        engine.catch_up = timed_catch_up
+        try:
+            seconds, pulled = timed(lambda: memory_sync(data=SyncInput(), caller=caller))
+        finally:
+            engine.catch_up = catch_up
+        assert len(pulled.arrived) == count and len(pulled.reconciled) == count, pulled  # type: ignore[attr-defined]
+        return seconds, round(sum(reconciling), 3)
 
-    def floor_pull() -> int:
-        before = git(floor_pull_dir, "rev-parse", "HEAD").strip()
-        git(floor_pull_dir, "fetch", "-q", "origin")
-        git(floor_pull_dir, "rebase", "-q", "--autostash", "origin/main")
-        return len(git(floor_pull_dir, "diff", "--name-only", before.decode(), "HEAD").split())
+    def floor_pull() -> float:
+        def run() -> int:
+            before = git(floor_pull_dir, "rev-parse", "HEAD").strip()
+            git(floor_pull_dir, "fetch", "-q", "origin")
+            git(floor_pull_dir, "rebase", "-q", "--autostash", "origin/main")
+            return len(git(floor_pull_dir, "diff", "--name-only", before.decode(), "HEAD").split())
 
-    common.log("pull: floor")
-    floor_pull_s, floor_changed = timed(floor_pull)
-    assert floor_changed == count
-    push_ratio, pull_ratio = round(push_s / floor_push_s, 2), round(pull_s / floor_pull_s, 2)
+        seconds, changed = timed(run)
+        assert changed == count
+        return seconds
+
+    # Git's checkout of 1,000 files swings several-fold from run to run on a shared disk: each round changes every
+    # memory again and times both, the product first in odd rounds and the floor first in even ones, and every
+    # round is reported (the target is read on the median ratio, beside the worst).
+    rounds = []
+    for number in range(1, rounds_wanted + 1):
+        for path in sorted(other.glob("user_*.md")):
+            path.write_text(path.read_text() + f"Changed on the other machine ({number}): "
+                            + " ".join(words.words(6)) + ".\n")
+        git(other, "commit", "-qam", f"the other machine's changes, round {number}")
+        git(other, "push", "-q", "origin", "main")
+        common.log(f"pull round {number}: product and floor")
+        if number % 2:
+            (pull_s, reconcile_s), floor_pull_s = product_pull(), floor_pull()
+        else:
+            floor_pull_s = floor_pull()
+            pull_s, reconcile_s = product_pull()
+        rounds.append({"product_s": pull_s, "floor_s": floor_pull_s, "ratio": round(pull_s / floor_pull_s, 2),
+                       "reconcile_s": reconcile_s})
+    ratios = sorted(item["ratio"] for item in rounds)
+    median_ratio = ratios[len(ratios) // 2] if len(ratios) % 2 else round(
+        (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2, 2)
+    push_ratio = round(push_s / floor_push_s, 2)
     return {
-        "bench": "sync_bench", "machine": common.machine(), "shape": {"memories": count},
+        "bench": "sync_bench", "machine": common.machine(), "shape": {"memories": count, "rounds": rounds_wanted},
         "push": {"product_s": push_s, "floor_s": floor_push_s, "ratio": push_ratio,
                  "commits": len(pushed.committed)},  # type: ignore[attr-defined]
-        "pull_and_reconcile": {"product_s": pull_s, "floor_s": floor_pull_s, "ratio": pull_ratio,
-                               "reconcile_s": round(sum(reconciling), 3),
-                               "files": len(pulled.arrived),  # type: ignore[attr-defined]
-                               "sync_decisions": len(pulled.reconciled)},  # type: ignore[attr-defined]
+        "pull_and_reconcile": {"rounds": rounds, "median_ratio": median_ratio, "worst_ratio": ratios[-1],
+                               "files": count},
         "targets": {"push_within_3x_of_floor": push_ratio <= TARGET_RATIO,
-                    "pull_within_3x_of_floor": pull_ratio <= TARGET_RATIO},
+                    "pull_within_3x_of_floor_median": median_ratio <= TARGET_RATIO,
+                    "pull_within_3x_of_floor_every_round": ratios[-1] <= TARGET_RATIO},
     }
 
 
@@ -153,8 +175,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=20261204)
+    parser.add_argument("--rounds", type=int, default=3, help="pulls of every memory changed again, each timed "
+                        "beside its floor (default 3)")
     args = parser.parse_args()
-    common.worker_process("sync", lambda env: measure(env, args.memories, args.seed))
+    common.worker_process("sync", lambda env: measure(env, args.memories, args.seed, max(1, args.rounds)))
 
 
 if __name__ == "__main__":
