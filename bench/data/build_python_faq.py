@@ -69,12 +69,18 @@ def main() -> None:
     parser.add_argument("sources", type=Path, help="the extracted html/_sources directory of python3.11-doc")
     args = parser.parse_args()
     turns, questions = build(args.sources)
-    OUT.mkdir(exist_ok=True)
+    write_set(OUT, turns, questions, (args.sources / "license.rst.txt").read_text())
+
+
+def write_set(out: Path, turns: list[dict], questions: list[dict], licence: str) -> None:
+    """Write a FAQ set (turns, questions, the source's licence) and print how many of each, by category."""
+    out.mkdir(exist_ok=True)
     for name, rows in (("turns.jsonl", turns), ("questions.jsonl", questions)):
-        (OUT / name).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
-    (OUT / "LICENSE").write_text((args.sources / "license.rst.txt").read_text())
+        (out / name).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    (out / "LICENSE").write_text(licence)
+    categories = dict.fromkeys(question["category"] for question in questions)
     print(json.dumps({"turns": len(turns), "questions": len(questions),
-                      "by_page": {page: sum(1 for q in questions if q["category"] == page) for page in PAGES}}))
+                      "by_category": {name: sum(1 for q in questions if q["category"] == name) for name in categories}}))
 
 
 if __name__ == "__main__":
