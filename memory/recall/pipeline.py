@@ -691,15 +691,15 @@ def candidates(plan: RecallPlan) -> Candidates:
             # At least as near the query as the median lexical candidate: the semantic list's own bar.
             by_entry[found.entry_id].strength = 1.0
     return Candidates(by_entry, len(unicode_list), len(trigram_list), len(semantic), holders, ranking_only, rows,
-                      warning, list_values(by_entry, unicode_list, trigram_strength, semantic, scores))
+                      warning, fusion_inputs(by_entry, unicode_list, trigram_strength, semantic, scores))
 
 
-def list_values(by_entry: dict[int, RecallCandidate], unicode_list: list[RecallRow],
-                trigram_strength: dict[int, float], semantic: list[SemanticHit],
-                scores: SemanticScores | None) -> dict[str, float]:
-    """Each candidate's value in each list (its match relative to the list's best: the word index's re-ranked
-    value with session context, the trigram index's bm25, the semantic similarity above the corpus's mean), and
-    each list's decisiveness over all of its entries."""
+def fusion_inputs(by_entry: dict[int, RecallCandidate], unicode_list: list[RecallRow],
+                  trigram_strength: dict[int, float], semantic: list[SemanticHit],
+                  scores: SemanticScores | None) -> dict[str, float]:
+    """What the fusion reads: sets each candidate's `values`, its value in each list (its match relative to the
+    list's best: the word index's re-ranked value with session context, the trigram index's bm25, the semantic
+    similarity above the corpus's mean), and returns each list's decisiveness over all of its entries."""
     semantic_values: dict[int, float] = {}
     semantic_tail = 0.0
     zero = scores.mean if scores is not None else 0.0
