@@ -236,7 +236,7 @@ class Floor:
         # generation): the term statistics, then the counts of its unfound terms' 4-grams.
         forget_statistics()
         generation = current_generation()
-        common, rare, unseen, unfound = classify_terms(probes, query, generation)
+        common, rare, unfound = classify_terms(probes, query, generation)
         grams = common_grams(probes, query, unfound, generation)
         unicode_expression, split = word_ranking(probes, query, common, generation, self.pool)
         forget_statistics()  # the product starts from what it counts itself, not from the floor's planning
@@ -249,7 +249,7 @@ class Floor:
         fts.recall_unicode(lists, expression=unicode_expression, root_keys=self.root_keys, include_system=False,
                            limit=self.pool, split=split)
         unicode_statements = len([sql for sql, _params in lists.statements if "MATCH" in sql])
-        trigram_expression = query.trigram_expression(rare, unseen, grams, unfound=unfound)
+        trigram_expression = query.trigram_expression(rare, unfound, grams)
         if trigram_expression:
             fts.recall_trigram(lists, expression=trigram_expression, root_keys=self.root_keys,
                                include_system=False, limit=self.pool)

@@ -20,7 +20,7 @@ def ledger_turns(query: RecallQuery, *, workspace_id: str, limit: int, context: 
                  exclude_session: str = "") -> list[TurnHit]:
     """The workspace's turns for the question, best first, at most `limit` (bm25's first `limit` matches and the
     turns that follow them)."""
-    hits = search_turns(query.unicode_expression() or "", workspace_id=workspace_id, limit=limit,
+    hits = search_turns(query.prefix_expression() or "", workspace_id=workspace_id, limit=limit,
                         exclude_session=exclude_session)
     if not hits:
         return []

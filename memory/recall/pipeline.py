@@ -128,8 +128,8 @@ def _find(lowered: str, needle: str, whole: bool) -> int:
 
 @dataclass(frozen=True)
 class TermPattern:
-    """The query's terms as found in a text: longer terms by the prefix their stem gives (the way the word index
-    matched them), shorter ones whole (`whole`)."""
+    """The query's terms as found in a text: longer terms by the prefix their light stem gives (close to the word
+    index's porter stemming: "configured" finds "configuration"), shorter ones whole (`whole`)."""
 
     needles: tuple[str, ...]
     whole: tuple[bool, ...]
@@ -288,13 +288,13 @@ COMMON_SHARE = 0.5
 RARE_SHARE = 0.01
 @dataclass
 class CatalogStatistics:
-    """Per database and memory generation: the number of passages; each term's (document frequency counted up to
-    the common cut, whether the word index holds it as a whole word); each 4-gram's frequency in the trigram index,
+    """Per database and memory generation: the number of passages; each term's document frequency in the word index
+    (any inflection), counted up to the common cut; each 4-gram's frequency in the trigram index,
     counted up to the common cut. They change only when memories change, which advances the generation;
     questions share most of their words, so most are answered from here."""
 
     documents: int
-    terms: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    terms: dict[str, int] = field(default_factory=dict)
     grams: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -376,33 +376,29 @@ def forget_statistics() -> None:
 
 
 def classify_terms(cursor, query: RecallQuery,  # noqa: ANN001
-                   generation: int) -> tuple[set[str], set[str], set[str], set[str]]:
-    """(common, rare, unseen, unfound) by document frequency, each count stopping as soon as the answer is known.
-    Unseen terms are held by no memory as a whole word; unfound ones (a subset) are not even matched by the prefix
-    of their stem: typos, and words no memory holds in any form."""
+                   generation: int) -> tuple[set[str], set[str], set[str]]:
+    """(common, rare, unfound) by document frequency, each count stopping as soon as the answer is known. Unfound
+    terms are matched by no memory in any inflection: typos, words no memory holds, and words memories hold only
+    inside longer ones ("postgres" in "postgresql")."""
     statistics = _catalog_statistics(cursor, generation)
     known, common_at = statistics.terms, statistics.common_at
     rare_below = max(20, int(statistics.documents * RARE_SHARE))
     new = [term for term in dict.fromkeys(query.terms) if term not in known]
     if new:
-        counted = fts.term_statistics(cursor, [(query.unicode_form(term), quote_term(term)) for term in new],
-                                      common_at)
+        counted = fts.term_counts(cursor, [query.unicode_form(term) for term in new], common_at)
         known.update(zip(new, counted, strict=True))
     common: set[str] = set()
     rare: set[str] = set()
-    unseen: set[str] = set()
     unfound: set[str] = set()
     for term in query.terms:
-        frequency, whole_word = known[term]
+        frequency = known[term]
         if frequency >= common_at:
             common.add(term)
         elif frequency < rare_below:
             rare.add(term)
-        if len(term) >= 3 and (frequency == 0 or not whole_word):
-            unseen.add(term)
-            if frequency == 0:
-                unfound.add(term)
-    return common, rare, unseen, unfound
+        if len(term) >= 3 and frequency == 0:
+            unfound.add(term)
+    return common, rare, unfound
 
 
 def common_grams(cursor, query: RecallQuery, unfound: set[str], generation: int) -> set[str]:  # noqa: ANN001
@@ -443,7 +439,7 @@ def word_ranking(cursor, query: RecallQuery, common: set[str], generation: int, 
     # term -> its word-index form; two terms with one form count once (by the first), as in the expression.
     forms: dict[str, int] = {}
     for term in kept:
-        forms.setdefault(query.unicode_form(term), statistics.terms[term][0])
+        forms.setdefault(query.unicode_form(term), statistics.terms[term])
     rare = [form for form, frequency in forms.items() if frequency < frequent_at]
     # Least frequent first (the question's order among equals): the tiers are ranked in this order, and the tiers
     # left after each have the smallest bound.
@@ -561,7 +557,7 @@ class RecallPlan:
     top_k: int
     generation: int
     pattern: TermPattern
-    fragments: list[str]  # rare and unseen terms, longest first: where a snippet starts when no term is found whole
+    fragments: list[str]  # rare and unfound terms, longest first: where a snippet starts when no term is found whole
     visible: owners.Owners
     expression: str
     split: fts.RankSplit | None
@@ -608,13 +604,12 @@ def plan_recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top
     settings = config.memory.recall
     generation = current_generation()
     with sql.cursor() as cursor:
-        common, rare, unseen, unfound = classify_terms(cursor, query, generation)
+        common, rare, unfound = classify_terms(cursor, query, generation)
         visible = owners.owners(cursor, root_keys, generation)
         expression, split = word_ranking(cursor, query, common, generation, settings.raw_candidates)
-        trigram_expression = query.trigram_expression(rare, unseen, common_grams(cursor, query, unfound, generation),
-                                                      unfound=unfound)
+        trigram_expression = query.trigram_expression(rare, unfound, common_grams(cursor, query, unfound, generation))
     return RecallPlan(query, settings, root_keys, include_system, top_k, generation, term_pattern(query),
-                      sorted(rare | unseen, key=len, reverse=True), visible, expression, split, trigram_expression)
+                      sorted(rare | unfound, key=len, reverse=True), visible, expression, split, trigram_expression)
 
 
 def candidates(plan: RecallPlan) -> Candidates:

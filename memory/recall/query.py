@@ -22,8 +22,9 @@ _SUFFIXES = tuple(sorted(
 
 
 def stem(word: str) -> str:
-    """A light suffix stripper. Its output is only ever used as a prefix query (`stem*`), so it need not be a
-    real word: "camping" → "camp" matches camp, camps, camped and camping."""
+    """A light suffix stripper. Its output is only ever used as a prefix (of a query on the unstemmed session
+    turns' index, or of a query term found in a text), so it need not be a real word: "camping" → "camp" matches
+    camp, camps, camped and camping."""
     if len(word) <= 4 or not word.isalpha():
         return word
     for suffix in _SUFFIXES:
@@ -50,9 +51,8 @@ class RecallQuery:
         return len(self.terms) < MIN_MEANINGFUL_TERMS
 
     def unicode_form(self, term: str) -> str:
-        """Longer terms as a prefix of their stem; short ones exact."""
-        if len(term) >= 4 and term.isalnum():
-            return f"{quote_term(stem(term))}*"
+        """A term as the word index is asked for it: quoted, and stemmed by the index's own tokenizer (porter), so
+        it matches every inflection of the word and nothing else."""
         return quote_term(term)
 
     def unicode_expression(self, common: set[str] | frozenset[str] = frozenset()) -> str | None:
@@ -62,28 +62,32 @@ class RecallQuery:
         kept = [term for term in self.terms if term not in common] or list(self.terms)
         return " OR ".join(dict.fromkeys(self.unicode_form(term) for term in kept)) or None
 
+    def prefix_expression(self) -> str | None:
+        """The terms OR-joined for an unstemmed index (the session turns'): longer terms as a prefix of their
+        light stem ("camping" → `"camp"*`), short ones exact."""
+        forms = (f"{quote_term(stem(term))}*" if len(term) >= 4 and term.isalnum() else quote_term(term)
+                 for term in self.terms)
+        return " OR ".join(dict.fromkeys(forms)) or None
+
     def unseen_grams(self, unfound: set[str]) -> list[str]:
         """The 4-grams the trigram query would add for these (unfound) terms, in order."""
         return list(dict.fromkeys(gram for term in self.terms if term in unfound and len(term) >= 5
                                   for gram in ngrams(term)))
 
-    def trigram_expression(self, rare: set[str], unseen: set[str],
-                           common_grams: set[str] | frozenset[str] = frozenset(),
-                           unfound: set[str] | None = None) -> str | None:
+    def trigram_expression(self, rare: set[str], unfound: set[str],
+                           common_grams: set[str] | frozenset[str] = frozenset()) -> str | None:
         """The trigram index is for partial words and typos. Rare terms go in as substrings (a common one would
-        make the query scan most of the catalog for little gain); terms the word index has never seen as a whole
-        word go in as substrings and, when the word index cannot find them at all (`unfound`: a typo, or a word no
-        memory holds in any form; all unseen terms when not given) and they are long enough, by their 4-grams,
-        which still meet a misspelt word. A term the word index finds by its stem's prefix ("mention" in
-        "mentioned") is already matched there: its 4-grams ("ment", "tion") would only make hundreds of memories
-        a weak match, at most of the trigram query's cost."""
-        gram_terms = unseen if unfound is None else unfound
+        make the query scan most of the catalog for little gain); terms the word index cannot find in any
+        inflection (`unfound`: a typo, a word no memory holds, a word held only inside longer ones) go in as
+        substrings and, when long enough, by their 4-grams, which still meet a misspelt word. A term the word index
+        finds is already matched there: its 4-grams ("ment", "tion") would only make hundreds of memories a weak
+        match, at most of the trigram query's cost."""
         parts: list[str] = []
         for term in self.terms:
-            if len(term) < 3 or term not in rare | unseen:
+            if len(term) < 3 or term not in rare | unfound:
                 continue
             parts.append(quote_term(term))
-            if term in gram_terms and len(term) >= 5:
+            if term in unfound and len(term) >= 5:
                 parts.extend(quote_term(gram) for gram in ngrams(term) if gram not in common_grams)
         return " OR ".join(dict.fromkeys(parts)) or None
 

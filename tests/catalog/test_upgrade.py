@@ -47,3 +47,48 @@ def test_rows_indexed_before_origin_sessions_existed_take_theirs_from_their_fron
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+BEFORE_STEMMING = ("memory", "0018_decision_seq_held_roots")
+WITH_STEMMING = ("memory", "0019_word_index_porter")
+
+
+def _matches(expression: str) -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rowid FROM memory_fts_unicode WHERE memory_fts_unicode MATCH %s", [expression])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _generation() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT value FROM memory_state WHERE key = 'generation'")
+        row = cursor.fetchone()
+        return row[0] if row else 0
+
+
+def test_a_word_index_built_unstemmed_is_rebuilt_stemmed_by_the_upgrade_and_back_by_its_reverse():
+    migrate_to(BEFORE_STEMMING)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO memory_catalog_entries (root_key, scope, workspace_id, agent_name, agent_tier, filename, "
+                "type, slug, entity_key, name, description, body_key, content_hash, size, mtime_ns, is_system, "
+                "frontmatter, created_at, updated_at, origin_session) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+                "%s, %s, %s, %s, %s, %s, %s, %s, %s, '')", old_row("project_gateway.md", {}))
+            entry = cursor.lastrowid
+            cursor.execute("INSERT INTO memory_chunks (entry_id, ordinal, name, description, body, vector_model) "
+                           "VALUES (%s, 0, 'Gateway', 'Setup', 'The gateway configuration lives in the infra repo.', '')",
+                           [entry])
+            chunk = cursor.lastrowid
+        assert _matches('"configured"') == [] and _matches('"configuration"') == [chunk]
+        before = _generation()
+        migrate_to(WITH_STEMMING)
+        # The rows indexed before are found by any inflection, with no reindex; what was cached is not served.
+        assert _matches('"configured"') == [chunk] and _matches('"lived"') == [chunk]
+        assert _generation() == before + 1
+        migrate_to(BEFORE_STEMMING)
+        assert _matches('"configured"') == [] and _matches('"configuration"') == [chunk]
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())

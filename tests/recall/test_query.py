@@ -174,12 +174,25 @@ def test_the_stemmer_strips_suffixes_and_leaves_short_words_alone(word, stemmed)
     assert stem(word) == stemmed
 
 
-def test_a_stem_prefix_matches_the_other_forms_of_a_word():
+def test_on_the_unstemmed_turns_index_a_stem_prefix_matches_the_other_forms_of_a_word():
     connection = sqlite3.connect(":memory:")
     connection.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize=\"unicode61 remove_diacritics 2\")")
     connection.executemany("INSERT INTO t (body) VALUES (?)", [("we camped by the lake",), ("camps open in may",),
                                                                ("the office is closed",)])
-    expression = parse_query("camping lake").unicode_expression()
+    expression = parse_query("camping lake").prefix_expression()
+    assert expression == '"camp"* OR "lake"*'
+    assert sorted(match(connection, "t", expression)) == [1, 2]
+
+
+def test_on_the_word_index_the_tokenizer_stems_the_query_and_the_memories_alike():
+    from memory.catalog.fts import WORD_TOKENIZER
+
+    connection = sqlite3.connect(":memory:")
+    connection.execute(f"CREATE VIRTUAL TABLE t USING fts5(body, tokenize=\"{WORD_TOKENIZER}\")")
+    connection.executemany("INSERT INTO t (body) VALUES (?)", [("we camped by the lake",), ("camps open in may",),
+                                                               ("the campus is closed",)])
+    expression = parse_query("camping").unicode_expression()
+    assert expression == '"camping"'
     assert sorted(match(connection, "t", expression)) == [1, 2]
 
 
@@ -198,8 +211,8 @@ def test_typos_are_looked_up_by_four_grams_only_when_the_word_index_never_saw_th
 
 def test_common_terms_are_left_out_of_the_word_query_unless_nothing_else_is_left():
     query = parse_query("runtime documentation")
-    assert query.unicode_expression({"runtime"}) == '"document"*'
-    assert query.unicode_expression({"runtime", "documentation"}) == '"runtime"* OR "document"*'
+    assert query.unicode_expression({"runtime"}) == '"documentation"'
+    assert query.unicode_expression({"runtime", "documentation"}) == '"runtime" OR "documentation"'
 
 
 def test_common_terms_are_left_out_of_the_trigram_query():

@@ -267,21 +267,22 @@ def test_a_four_gram_most_memories_hold_is_left_out_of_a_typo_lookup_which_still
         "Writing", "Prose rules", "The documentation is written in reStructuredText.")})
     query = parse_query("documantation guidelines")
     with connection.cursor() as cursor:
-        _common, _rare, unseen, unfound = pipeline.classify_terms(cursor, query, current_generation())
+        _common, _rare, unfound = pipeline.classify_terms(cursor, query, current_generation())
         grams = pipeline.common_grams(cursor, query, unfound, current_generation())
-    assert unseen == unfound == {"documantation", "guidelines"}
+    assert unfound == {"documantation", "guidelines"}
     assert grams == {"tati", "atio", "tion"}
-    expression = query.trigram_expression(unseen, unseen, grams, unfound=unfound)
+    expression = query.trigram_expression(unfound, unfound, grams)
     assert '"docu"' in expression and '"tion"' not in expression and '"atio"' not in expression
     result = r.search(ws, "documantation guidelines")
     assert r.filenames(result)[0] == "project_writing.md"
     assert hit(result, "project_writing.md")["why_recalled"]["trigram"] > 0
 
 
-def test_a_word_held_only_in_another_form_goes_to_the_trigram_index_whole_and_a_typo_by_its_4_grams(ws):
-    # "mention" is in no memory as a word, but its stem's prefix finds "mentioned": the word index matches it
-    # already, so the trigram query takes it whole, without the 4-grams ("ment", "tion") that would make every
-    # memory holding "comment" or "station" a match. A misspelling the word index cannot find is spelled out.
+def test_a_word_held_in_another_inflection_is_the_word_index_s_and_only_a_typo_goes_to_the_trigram_index(ws):
+    # "mention" is in no memory as it is written, but the word index stems both it and "mentioned": it is found
+    # there, so the trigram query takes it only as a rare substring, without the 4-grams ("ment", "tion") that
+    # would make every memory holding "comment" or "station" a match. A misspelling the word index cannot find
+    # is spelled out by its 4-grams.
     from django.db import connection
 
     from memory.catalog.indexer import current_generation
@@ -290,15 +291,30 @@ def test_a_word_held_only_in_another_form_goes_to_the_trigram_index_whole_and_a_
     put_library(ws, {**LIBRARY, "project_release.md": ("Release", "Release notes",
                                                        "The release date was mentioned in the standup.")})
     with connection.cursor() as cursor:
-        for text, unseen_terms, unfound_terms in (("mention", {"mention"}, set()),
-                                                  ("mentoin", {"mentoin"}, {"mentoin"})):
+        for text, unfound_terms in (("mention", set()), ("mentoin", {"mentoin"})):
             query = parse_query(text)
-            _common, rare, unseen, unfound = pipeline.classify_terms(cursor, query, current_generation())
-            assert (unseen, unfound) == (unseen_terms, unfound_terms)
-            expression = query.trigram_expression(rare, unseen, pipeline.common_grams(
-                cursor, query, unfound, current_generation()), unfound=unfound)
+            _common, rare, unfound = pipeline.classify_terms(cursor, query, current_generation())
+            assert unfound == unfound_terms
+            expression = query.trigram_expression(rare, unfound, pipeline.common_grams(
+                cursor, query, unfound, current_generation()))
             assert (f'"{text}"' in expression, '"ment"' in expression) == (True, bool(unfound))
+    assert hit(r.search(ws, "mention"), "project_release.md")["why_recalled"]["unicode"] > 0
     assert r.filenames(r.search(ws, "mentoin"))[0] == "project_release.md"
+
+
+def test_the_word_index_matches_inflections_by_their_stem_and_not_other_words_that_share_a_prefix(ws):
+    # Porter stemming: "studies" finds "study" and "configured" finds "configuration"; "studies" does not find
+    # "student", which only begins the same way (the light stem's prefix query, "stud"*, found both).
+    put_library(ws, {**LIBRARY,
+                     "project_study.md": ("Study", "Log review", "We study the gateway logs every Friday."),
+                     "project_student.md": ("Students", "Onboarding", "The student handbook lists the mentors."),
+                     "project_setup.md": ("Setup", "Gateway", "The gateway configuration lives in the infra repo.")})
+    studies = r.search(ws, "studies of the gateway")
+    assert hit(studies, "project_study.md")["why_recalled"]["unicode"] > 0
+    assert "project_student.md" not in [
+        name for name in r.filenames(studies) if hit(studies, name)["why_recalled"]["unicode"] > 0]
+    configured = r.search(ws, "where is it configured")
+    assert hit(configured, "project_setup.md")["why_recalled"]["unicode"] > 0
 
 
 def test_a_memory_both_lexical_lists_find_is_read_once_and_answers_from_the_word_index_row(ws):
