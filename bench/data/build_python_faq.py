@@ -78,9 +78,10 @@ def write_set(out: Path, turns: list[dict], questions: list[dict], licence: str)
     for name, rows in (("turns.jsonl", turns), ("questions.jsonl", questions)):
         (out / name).write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     (out / "LICENSE").write_text(licence)
-    categories = dict.fromkeys(question["category"] for question in questions)
-    print(json.dumps({"turns": len(turns), "questions": len(questions),
-                      "by_category": {name: sum(1 for q in questions if q["category"] == name) for name in categories}}))
+    by_category: dict[str, int] = {}
+    for question in questions:
+        by_category[question["category"]] = by_category.get(question["category"], 0) + 1
+    print(json.dumps({"turns": len(turns), "questions": len(questions), "by_category": by_category}))
 
 
 if __name__ == "__main__":

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from django.db import migrations
 
-from memory.catalog.fts import (UNICODE_TABLE, UNSTEMMED_WORD_TOKENIZER, WORD_TOKENIZER, create_table_sql,
-                                drop_table_sql)
+from memory.catalog.fts import UNICODE_TABLE, UNSTEMMED_WORD_TOKENIZER, WORD_TOKENIZER, create_table_sql, drop_table_sql
 
 _ADVANCE = ("INSERT INTO memory_state (key, value) VALUES ('generation', 1) "
             "ON CONFLICT(key) DO UPDATE SET value = value + 1")

@@ -77,8 +77,8 @@ def test_a_word_index_built_unstemmed_is_rebuilt_stemmed_by_the_upgrade_and_back
                 "%s, %s, %s, %s, %s, %s, %s, %s, %s, '')", old_row("project_gateway.md", {}))
             entry = cursor.lastrowid
             cursor.execute("INSERT INTO memory_chunks (entry_id, ordinal, name, description, body, vector_model) "
-                           "VALUES (%s, 0, 'Gateway', 'Setup', 'The gateway configuration lives in the infra repo.', '')",
-                           [entry])
+                           "VALUES (%s, 0, 'Gateway', 'Setup', %s, '')",
+                           [entry, "The gateway configuration lives in the infra repo."])
             chunk = cursor.lastrowid
         assert _matches('"configured"') == [] and _matches('"configuration"') == [chunk]
         before = _generation()
