@@ -20,6 +20,24 @@ def migrate_to(target: tuple[str, str]) -> None:
     executor.migrate([target])
 
 
+def migrate_to_latest() -> None:
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+# The catalog entry columns every schema has had; a later one is named by the test that needs it.
+OLD_COLUMNS = ("root_key", "scope", "workspace_id", "agent_name", "agent_tier", "filename", "type", "slug",
+               "entity_key", "name", "description", "body_key", "content_hash", "size", "mtime_ns", "is_system",
+               "frontmatter", "created_at", "updated_at")
+
+
+def insert_old_rows(cursor, rows: list[list[object]], extra_columns: tuple[str, ...] = ()) -> None:  # noqa: ANN001
+    columns = OLD_COLUMNS + extra_columns
+    cursor.executemany(f"INSERT INTO memory_catalog_entries ({', '.join(columns)}) "
+                       f"VALUES ({', '.join('%s' for _ in columns)})", rows)
+
+
 def old_row(filename: str, frontmatter: dict) -> list[object]:
     return ["workspace:01TEST", "workspace", "01TEST", "", "", filename, "project", filename[:-3], filename[:-3],
             "Name", "Description", "body", "hash", 10, 0, 0, json.dumps(frontmatter), "2026-11-01 10:00:00",
@@ -30,23 +48,15 @@ def test_rows_indexed_before_origin_sessions_existed_take_theirs_from_their_fron
     migrate_to(BEFORE_SESSIONS)
     try:
         with connection.cursor() as cursor:
-            cursor.executemany(
-                "INSERT INTO memory_catalog_entries (root_key, scope, workspace_id, agent_name, agent_tier, filename, "
-                "type, slug, entity_key, name, description, body_key, content_hash, size, mtime_ns, is_system, "
-                "frontmatter, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                "%s, %s, %s, %s, %s, %s)",
-                [old_row("project_a.md", {"provenance": {"source_sessions": ["first", "later"]}}),
-                 old_row("project_b.md", {"provenance": {"source_actor": "cli"}}),
-                 old_row("project_c.md", {})],
-            )
+            insert_old_rows(cursor, [old_row("project_a.md", {"provenance": {"source_sessions": ["first", "later"]}}),
+                                     old_row("project_b.md", {"provenance": {"source_actor": "cli"}}),
+                                     old_row("project_c.md", {})])
         migrate_to(WITH_SESSIONS)
         with connection.cursor() as cursor:
             cursor.execute("SELECT filename, origin_session FROM memory_catalog_entries ORDER BY filename")
             assert cursor.fetchall() == [("project_a.md", "first"), ("project_b.md", ""), ("project_c.md", "")]
     finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
+        migrate_to_latest()
 
 
 BEFORE_STEMMING = ("memory", "0018_decision_seq_held_roots")
@@ -70,12 +80,9 @@ def test_a_word_index_built_unstemmed_is_rebuilt_stemmed_by_the_upgrade_and_back
     migrate_to(BEFORE_STEMMING)
     try:
         with connection.cursor() as cursor:
-            cursor.execute(
-                "INSERT INTO memory_catalog_entries (root_key, scope, workspace_id, agent_name, agent_tier, filename, "
-                "type, slug, entity_key, name, description, body_key, content_hash, size, mtime_ns, is_system, "
-                "frontmatter, created_at, updated_at, origin_session) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                "%s, %s, %s, %s, %s, %s, %s, %s, %s, '')", old_row("project_gateway.md", {}))
-            entry = cursor.lastrowid
+            insert_old_rows(cursor, [[*old_row("project_gateway.md", {}), ""]], ("origin_session",))
+            cursor.execute("SELECT id FROM memory_catalog_entries WHERE filename = 'project_gateway.md'")
+            entry = cursor.fetchone()[0]
             cursor.execute("INSERT INTO memory_chunks (entry_id, ordinal, name, description, body, vector_model) "
                            "VALUES (%s, 0, 'Gateway', 'Setup', %s, '')",
                            [entry, "The gateway configuration lives in the infra repo."])
@@ -89,6 +96,4 @@ def test_a_word_index_built_unstemmed_is_rebuilt_stemmed_by_the_upgrade_and_back
         migrate_to(BEFORE_STEMMING)
         assert _matches('"configured"') == [] and _matches('"configuration"') == [chunk]
     finally:
-        executor = MigrationExecutor(connection)
-        executor.loader.build_graph()
-        executor.migrate(executor.loader.graph.leaf_nodes())
+        migrate_to_latest()
