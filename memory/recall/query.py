@@ -52,7 +52,7 @@ class RecallQuery:
 
     def unicode_form(self, term: str) -> str:
         """A term as the word index is asked for it: quoted, and stemmed by the index's own tokenizer (porter), so
-        it matches every inflection of the word and nothing else."""
+        it matches the word's inflections as porter conflates them, not every word that begins the same way."""
         return quote_term(term)
 
     def unicode_expression(self, common: set[str] | frozenset[str] = frozenset()) -> str | None:
