@@ -23,17 +23,13 @@ WORD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 UNSTEMMED_WORD_TOKENIZER = "unicode61 remove_diacritics 2"  # before migration 0019
 
 
-def create_table_sql(table: str, tokenizer: str) -> list[str]:
-    """An external-content FTS5 table over memory_chunks and the triggers that keep it in step."""
-    return _create(table, tokenizer)
-
-
 def drop_table_sql(table: str) -> list[str]:
     return [f"DROP TRIGGER IF EXISTS {table}_{suffix}" for suffix in ("ai", "ad", "au")] + [
         f"DROP TABLE IF EXISTS {table}"]
 
 
-def _create(table: str, tokenizer: str) -> list[str]:
+def create_table_sql(table: str, tokenizer: str) -> list[str]:
+    """An external-content FTS5 table over memory_chunks and the triggers that keep it in step."""
     return [
         f"CREATE VIRTUAL TABLE {table} USING fts5(name, description, body, content='memory_chunks', "
         f"content_rowid='id', tokenize=\"{tokenizer}\")",
@@ -53,11 +49,8 @@ def _create(table: str, tokenizer: str) -> list[str]:
 
 
 # What migration 0002 created; 0019 rebuilds the word index with WORD_TOKENIZER.
-CREATE_SQL = _create(UNICODE_TABLE, UNSTEMMED_WORD_TOKENIZER) + _create(TRIGRAM_TABLE, "trigram")
-DROP_SQL = [
-    f"DROP TRIGGER IF EXISTS {table}_{suffix}"
-    for table in (UNICODE_TABLE, TRIGRAM_TABLE) for suffix in ("ai", "ad", "au")
-] + [f"DROP TABLE IF EXISTS {table}" for table in (UNICODE_TABLE, TRIGRAM_TABLE)]
+CREATE_SQL = create_table_sql(UNICODE_TABLE, UNSTEMMED_WORD_TOKENIZER) + create_table_sql(TRIGRAM_TABLE, "trigram")
+DROP_SQL = drop_table_sql(UNICODE_TABLE) + drop_table_sql(TRIGRAM_TABLE)
 
 
 def _rows(cursor, sql: str, params: list[object]) -> list[tuple]:  # noqa: ANN001
@@ -171,23 +164,12 @@ def ranking_row(values: tuple) -> RecallRow:
                      recall_signal=recall_signal)
 
 
-def term_counts(cursor, expressions: list[str], cap: int) -> list[int]:  # noqa: ANN001
-    """How many documents of the word index match each expression, counted up to `cap` (the scan stops there, so
-    a common term stays cheap); one statement for all the terms of a question."""
+def match_counts(cursor, table: str, expressions: list[str], cap: int) -> list[int]:  # noqa: ANN001
+    """How many documents of an index (UNICODE_TABLE or TRIGRAM_TABLE) match each expression, counted up to `cap`
+    (the scan stops there, so a common term stays cheap); one statement for all the terms of a question."""
     if not expressions:
         return []
-    parts = [f"(SELECT count(*) FROM (SELECT 1 FROM {UNICODE_TABLE} WHERE {UNICODE_TABLE} MATCH %s LIMIT %s))"
-             for _ in expressions]
-    cursor.execute("SELECT " + ", ".join(parts), [value for expression in expressions for value in (expression, cap)])
-    return [int(value) for value in cursor.fetchone()]
-
-
-def trigram_counts(cursor, expressions: list[str], cap: int) -> list[int]:  # noqa: ANN001
-    """How many documents of the trigram index match each expression, counted up to `cap`; one statement."""
-    if not expressions:
-        return []
-    parts = [f"(SELECT count(*) FROM (SELECT 1 FROM {TRIGRAM_TABLE} WHERE {TRIGRAM_TABLE} MATCH %s LIMIT %s))"
-             for _ in expressions]
+    parts = [f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH %s LIMIT %s))" for _ in expressions]
     cursor.execute("SELECT " + ", ".join(parts), [value for expression in expressions for value in (expression, cap)])
     return [int(value) for value in cursor.fetchone()]
 

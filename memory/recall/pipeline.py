@@ -385,7 +385,7 @@ def classify_terms(cursor, query: RecallQuery,  # noqa: ANN001
     rare_below = max(20, int(statistics.documents * RARE_SHARE))
     new = [term for term in dict.fromkeys(query.terms) if term not in known]
     if new:
-        counted = fts.term_counts(cursor, [query.unicode_form(term) for term in new], common_at)
+        counted = fts.match_counts(cursor, fts.UNICODE_TABLE, [query.unicode_form(term) for term in new], common_at)
         known.update(zip(new, counted, strict=True))
     common: set[str] = set()
     rare: set[str] = set()
@@ -412,7 +412,8 @@ def common_grams(cursor, query: RecallQuery, unfound: set[str], generation: int)
     known, common_at = statistics.grams, statistics.common_at
     new = [gram for gram in grams if gram not in known]
     if new:
-        known.update(zip(new, fts.trigram_counts(cursor, [quote_term(gram) for gram in new], common_at), strict=True))
+        known.update(zip(new, fts.match_counts(cursor, fts.TRIGRAM_TABLE, [quote_term(gram) for gram in new],
+                                                common_at), strict=True))
     return {gram for gram in grams if known[gram] >= common_at}
 
 
