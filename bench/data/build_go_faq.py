@@ -57,11 +57,10 @@ def sections(text: str) -> list[tuple[str, str, str]]:
 def build(doc: Path) -> tuple[list[dict], list[dict]]:
     turns: list[dict] = []
     questions: list[dict] = []
-    numbers: dict[str, int] = {}
 
-    def add(session: str, text: str) -> str:
-        numbers[session] = numbers.get(session, 0) + 1
-        turn = f"{session}:{numbers[session]}"
+    def add(session: str, text: str) -> int:
+        # Numbered as in the other sets (build_python_faq explains why the page is not in the id).
+        turn = len(turns) + 1
         # The time only orders the memories (recall_eval adds a second per turn of a session).
         turns.append({"conv": "go-faq", "turn": turn, "role": "go.dev", "session": session, "text": text,
                       "time": "12:00 am on 1 January, 2026"})

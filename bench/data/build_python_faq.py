@@ -13,7 +13,9 @@ the heading, as reStructuredText. Questions are asked only of sections of MIN_BY
 exists for is a natural question answered by a long technical passage. Every other answered question of the FAQ
 (the short answers) is a memory too, never asked: the long answers are found among all of the FAQ's answers, as
 an agent's memory mixes long notes with short ones. The whole FAQ is one conversation (one workspace); each page
-is a session of it and the category of its questions.
+is a session of it and the category of its questions. Turns are numbered, as in the other sets: recall_eval puts a
+turn's id in its memory's name, and an id holding the page's name ("design:7") gave every memory of a page a name
+sharing the words of its category's questions, which neither the source nor the other sets' names hold.
 """
 
 from __future__ import annotations
@@ -54,8 +56,8 @@ def build(sources: Path) -> tuple[list[dict], list[dict]]:
     for page in PAGES:
         answered = [(heading, body) for heading, body in sections((sources / "faq" / f"{page}.rst.txt").read_text())
                     if heading.endswith("?") and body]
-        for number, (heading, body) in enumerate(answered, 1):
-            turn = f"{page}:{number}"
+        for heading, body in answered:
+            turn = len(turns) + 1
             # The time only orders the memories (recall_eval adds a second per turn of a session).
             turns.append({"conv": "python-faq", "turn": turn, "role": "Python FAQ", "session": page, "text": body,
                           "time": "12:00 am on 8 February, 2023"})
