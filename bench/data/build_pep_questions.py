@@ -44,9 +44,9 @@ def created(value: str) -> str:
     return value
 
 
-def licence_of(text: str) -> str:
-    """The body of the PEP's Copyright section ("" without one)."""
-    return next((body for heading, body in sections(text) if heading == "Copyright"), "")
+def licence_of(found: list[tuple[str, str]]) -> str:
+    """The body of the PEP's Copyright section among its sections ("" without one)."""
+    return next((body for heading, body in found if heading == "Copyright"), "")
 
 
 def build(source: Path) -> tuple[list[dict], list[dict]]:
@@ -54,10 +54,11 @@ def build(source: Path) -> tuple[list[dict], list[dict]]:
     questions: list[dict] = []
     for path in sorted(source.glob("pep-*.rst")):
         text = path.read_text()
-        if not _PUBLIC.search(licence_of(text)):
+        found = sections(text)
+        if not _PUBLIC.search(licence_of(found)):
             continue
         fields = dict(_FIELD.findall(text.split("\n\n", 1)[0]))
-        kept = [(heading, body) for heading, body in sections(text)
+        kept = [(heading, body) for heading, body in found
                 if heading != "Copyright" and len(body.encode()) >= MIN_SECTION_BYTES]
         asked = [heading.endswith("?") and MIN_BYTES <= len(body.encode()) <= MAX_BYTES for heading, body in kept]
         if not any(asked):
