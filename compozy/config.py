@@ -66,12 +66,14 @@ class ControllerConfig(_Section):
 
 
 class RecallWeights(_Section):
-    """The three candidate lists weigh the same before a question: each question scales them by how decisive each
-    list is for it (memory.recall.pipeline.list_weights), so no list is favoured for one shape of data."""
+    """The four lists (word, trigram, semantic, token match) weigh the same before a question: each question scales
+    them by how decisive each list is for it (memory.recall.pipeline.list_weights), so no list is favoured for one
+    shape of data."""
 
     unicode: float = Field(0.30, ge=0)
     trigram: float = Field(0.30, ge=0)
     semantic: float = Field(0.30, ge=0)
+    token: float = Field(0.30, ge=0)
     recency: float = Field(0.15, ge=0)
     signal: float = Field(0.10, ge=0)
 

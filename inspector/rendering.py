@@ -94,10 +94,10 @@ def activity_chart(activity: dict[str, Any], zone: tzinfo = UTC) -> dict[str, An
 
 
 SCORE_BAR_WIDTH = 300
-SCORE_PARTS = ("unicode", "trigram", "semantic", "recency", "signal")
+SCORE_PARTS = ("unicode", "trigram", "semantic", "token", "recency", "signal")
 # What a person reads for each part: "unicode" is the word index's internal name, which meant nothing on the page.
-SCORE_LABELS = {"unicode": "words", "trigram": "substrings", "semantic": "meaning", "recency": "recency",
-                "signal": "recalled before"}
+SCORE_LABELS = {"unicode": "words", "trigram": "substrings", "semantic": "meaning", "token": "token match",
+                "recency": "recency", "signal": "recalled before"}
 
 
 def score_bars(hits: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

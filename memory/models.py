@@ -147,6 +147,9 @@ class Chunk(models.Model):
     description = models.TextField()
     body = models.TextField()
     vector = models.BinaryField(null=True)
+    # The passage's distinct token ids (uint16 bytes) from the tokenization that made its vector: what the
+    # token-match list scores (memory/recall/token_match.py). Null from an embedder without a token table.
+    tokens = models.BinaryField(null=True)
     vector_model = models.CharField(max_length=200, default="", blank=True)
 
     class Meta:

@@ -134,8 +134,8 @@ _INSERT_ENTRY = (
 )
 
 
-_INSERT_CHUNK = ("INSERT INTO memory_chunks (entry_id, ordinal, name, description, body, vector, vector_model) "
-                 "VALUES (%s, %s, %s, %s, %s, %s, %s)")
+_INSERT_CHUNK = ("INSERT INTO memory_chunks (entry_id, ordinal, name, description, body, vector, tokens, "
+                 "vector_model) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)")
 
 
 def _chunk_texts(row: Row) -> list[str]:
@@ -168,18 +168,18 @@ def upsert_rows(rows: Sequence[Row]) -> list[tuple[str, str] | None]:
             else:
                 # The upsert keeps an entry's id, so its chunks are the ones read above.
                 rewrite.append((entry_id, row, [chunk[0] for chunk in existing]))
-        blobs, model = vectors.embed([text for _entry, row, _old in rewrite for text in _chunk_texts(row)])
-        _rewrite_chunks(cursor, rewrite, blobs, model)
+        blobs, sets, model = vectors.embed([text for _entry, row, _old in rewrite for text in _chunk_texts(row)])
+        _rewrite_chunks(cursor, rewrite, blobs, sets, model)
     vectors.fill_missing(entry_ids=kept)
     return previous
 
 
 _REWRITE_CHUNK = ("UPDATE memory_chunks SET id = %s, ordinal = %s, name = %s, description = %s, body = %s, "
-                  "vector = %s, vector_model = %s WHERE id = %s")
+                  "vector = %s, tokens = %s, vector_model = %s WHERE id = %s")
 
 
 def _rewrite_chunks(cursor, rewrite: list[tuple[int, Row, list[int]]], blobs: list[bytes | None],  # noqa: ANN001
-                    model: str) -> None:
+                    sets: list[bytes | None], model: str) -> None:
     """Write the rewritten memories' chunks: a passage where the memory had one at its ordinal rewrites that row,
     the others are inserted, and old rows past the new last passage are deleted.
 
@@ -194,7 +194,7 @@ def _rewrite_chunks(cursor, rewrite: list[tuple[int, Row, list[int]]], blobs: li
     position = 0
     for entry_id, row, old_ids in rewrite:
         for ordinal, passage in enumerate(row.chunks):
-            values = [ordinal, row.name, row.description, passage, blobs[position], model]
+            values = [ordinal, row.name, row.description, passage, blobs[position], sets[position], model]
             position += 1
             if ordinal < len(old_ids):
                 updates.append([*values, old_ids[ordinal]])
@@ -221,8 +221,8 @@ _INSERT_NEW_ENTRY = (
     f"VALUES ({', '.join('%s' for _ in ENTRY_COLUMNS)})"
 )
 _INSERT_NEW_CHUNK = (
-    "INSERT INTO memory_chunks (entry_id, ordinal, name, description, body, vector, vector_model) "
-    "SELECT id, %s, %s, %s, %s, %s, %s FROM memory_catalog_entries WHERE root_key = %s AND filename = %s"
+    "INSERT INTO memory_chunks (entry_id, ordinal, name, description, body, vector, tokens, vector_model) "
+    "SELECT id, %s, %s, %s, %s, %s, %s, %s FROM memory_catalog_entries WHERE root_key = %s AND filename = %s"
 )
 
 
@@ -232,12 +232,12 @@ def insert_new_rows(rows: Sequence[Row]) -> None:
         for start in range(0, len(rows), 1000):
             batch = rows[start : start + 1000]
             cursor.executemany(_INSERT_NEW_ENTRY, [list(row.values) for row in batch])
-            blobs, model = vectors.embed([text for row in batch for text in _chunk_texts(row)])
+            blobs, sets, model = vectors.embed([text for row in batch for text in _chunk_texts(row)])
             chunks = [(row, ordinal, passage) for row in batch for ordinal, passage in enumerate(row.chunks)]
             cursor.executemany(
                 _INSERT_NEW_CHUNK,
-                [[ordinal, row.name, row.description, passage, blob, model, row.values[0], row.filename]
-                 for (row, ordinal, passage), blob in zip(chunks, blobs, strict=True)],
+                [[ordinal, row.name, row.description, passage, blob, tokens, model, row.values[0], row.filename]
+                 for (row, ordinal, passage), blob, tokens in zip(chunks, blobs, sets, strict=True)],
             )
 
 

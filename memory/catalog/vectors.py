@@ -42,22 +42,32 @@ def chunk_text(name: str, description: str, passage: str) -> str:
     return f"{name}\n{description}\n{passage}"
 
 
-def embed(texts: Sequence[str]) -> tuple[list[bytes | None], str]:
-    """(one float32 BLOB per text, the model id), or Nones and "" when there is no embedder or it failed."""
+def embed(texts: Sequence[str]) -> tuple[list[bytes | None], list[bytes | None], str]:
+    """(one float32 BLOB per text, its token set or None, the model id), or Nones and "" when there is no embedder
+    or it failed. Token sets come from embedders with a token table (the local one), from the same tokenization."""
     current = embedder()
     if current is None or not texts:
-        return [None] * len(texts), ""
+        return [None] * len(texts), [None] * len(texts), ""
     try:
-        matrix = current.embed(list(texts))
+        with_tokens = getattr(current, "embed_with_tokens", None)
+        if with_tokens is not None:
+            matrix, sets = with_tokens(list(texts))
+        else:
+            matrix, sets = current.embed(list(texts)), [None] * len(texts)
     except EmbedderError as exc:
         logger.warning("chunks stored without vectors (health reports them; reindex adds them): %s", exc)
-        return [None] * len(texts), ""
-    return [row.astype(DTYPE).tobytes() for row in matrix], current.model_id
+        return [None] * len(texts), [None] * len(texts), ""
+    return [row.astype(DTYPE).tobytes() for row in matrix], list(sets), current.model_id
+
+
+def has_tokens() -> bool:
+    """Whether the configured embedder makes token sets (chunks stored before it did get them from fill_missing)."""
+    return hasattr(embedder(), "embed_with_tokens")
 
 
 def fill_missing(*, root_key: str | None = None, entry_ids: Sequence[int] = (), batch: int = 512) -> int:
-    """Embed the chunks of a root (or of these entries) that have no vector or another model's. The caller owns
-    the transaction. Returns how many chunks got a vector."""
+    """Embed the chunks of a root (or of these entries) that have no vector or another model's, or no token set
+    from an embedder that makes them. The caller owns the transaction. Returns how many chunks got a vector."""
     if root_key is None and not entry_ids:
         return 0  # nothing to look at: answered before asking for the embedder (the config check costs more)
     current = model_id()
@@ -71,18 +81,20 @@ def fill_missing(*, root_key: str | None = None, entry_ids: Sequence[int] = (), 
         cursor.execute(
             "SELECT c.id, c.name, c.description, c.body FROM memory_chunks c "
             f"JOIN memory_catalog_entries e ON e.id = c.entry_id WHERE {condition} "
-            "AND (c.vector IS NULL OR c.vector_model != %s)",
+            f"AND (c.vector IS NULL OR c.vector_model != %s{' OR c.tokens IS NULL' if has_tokens() else ''})",
             [*params, current],
         )
         pending = cursor.fetchall()
         filled = 0
         for start in range(0, len(pending), batch):
             part = pending[start : start + batch]
-            blobs, model = embed([chunk_text(name, description, body) for _id, name, description, body in part])
+            blobs, sets, model = embed([chunk_text(name, description, body)
+                                        for _id, name, description, body in part])
             if not model:
                 break
-            cursor.executemany("UPDATE memory_chunks SET vector = %s, vector_model = %s WHERE id = %s",
-                               [[blob, model, chunk_id] for (chunk_id, *_rest), blob in zip(part, blobs, strict=True)])
+            cursor.executemany("UPDATE memory_chunks SET vector = %s, tokens = %s, vector_model = %s WHERE id = %s",
+                               [[blob, tokens, model, chunk_id]
+                                for (chunk_id, *_rest), blob, tokens in zip(part, blobs, sets, strict=True)])
             filled += len(part)
     return filled
 
@@ -113,12 +125,17 @@ def vector_state(root_key: str, *, include_system: bool = False) -> VectorState:
 
 @dataclass(frozen=True)
 class RootVectors:
-    """A root's chunk vectors as one matrix, with each row's chunk id, entry id and system flag."""
+    """A root's chunk vectors as one matrix, with each row's chunk id, entry id, system flag and token set (bytes
+    of uint16 ids, b"" for none)."""
 
     matrix: np.ndarray
     chunk_ids: np.ndarray
     entry_ids: np.ndarray
     system: np.ndarray
+    tokens: np.ndarray  # object array of bytes
+
+
+_FIELDS = ("matrix", "chunk_ids", "entry_ids", "system", "tokens")
 
 
 _cache: dict[tuple[str, str, str], tuple[int, RootVectors]] = {}
@@ -132,7 +149,7 @@ def forget_matrices() -> None:
 
 
 def _read(cursor, root_key: str, model: str, chunk_ids: list[int] | None) -> list[tuple]:  # noqa: ANN001
-    sql = ("SELECT c.id, c.entry_id, e.is_system, c.vector FROM memory_catalog_entries e "
+    sql = ("SELECT c.id, c.entry_id, e.is_system, c.vector, c.tokens FROM memory_catalog_entries e "
            "CROSS JOIN memory_chunks c ON c.entry_id = e.id "
            "WHERE e.root_key = %s AND c.vector_model = %s AND c.vector IS NOT NULL")
     params: list[object] = [root_key, model]
@@ -148,9 +165,11 @@ def _build(rows: list[tuple], size: int | None) -> RootVectors:
     rows = [row for row in rows if len(row[3]) == width * np.dtype(DTYPE).itemsize]
     matrix = (np.frombuffer(b"".join(bytes(row[3]) for row in rows), dtype=DTYPE).reshape(len(rows), width)
               if rows else np.zeros((0, width), dtype=DTYPE))
+    tokens = np.empty(len(rows), dtype=object)
+    tokens[:] = [bytes(row[4]) if row[4] is not None else b"" for row in rows]
     return RootVectors(matrix, np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)),
                        np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)),
-                       np.fromiter((bool(row[2]) for row in rows), dtype=bool, count=len(rows)))
+                       np.fromiter((bool(row[2]) for row in rows), dtype=bool, count=len(rows)), tokens)
 
 
 def root_matrix(root_key: str, generation: int, current: str) -> RootVectors:
@@ -173,16 +192,17 @@ def root_matrix(root_key: str, generation: int, current: str) -> RootVectors:
             now = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
             now.sort()
             keep = np.isin(previous.chunk_ids, now, assume_unique=True)
-            added = now[~np.isin(now, previous.chunk_ids, assume_unique=True)]
+            if has_tokens():
+                # A chunk stored before its embedder made token sets gets one from fill_missing, keeping its id.
+                keep &= previous.tokens != b""
+            added = now[~np.isin(now, previous.chunk_ids[keep], assume_unique=True)]
             fresh = _build(_read(cursor, root_key, current, added.tolist()), previous.matrix.shape[1]) \
                 if len(added) else None
-            parts = [RootVectors(previous.matrix[keep], previous.chunk_ids[keep], previous.entry_ids[keep],
-                                 previous.system[keep])] + ([fresh] if fresh is not None else [])
-            merged = RootVectors(*(np.concatenate([getattr(part, name) for part in parts])
-                                   for name in ("matrix", "chunk_ids", "entry_ids", "system")))
+            parts = [RootVectors(*(getattr(previous, name)[keep] for name in _FIELDS))] + (
+                [fresh] if fresh is not None else [])
+            merged = RootVectors(*(np.concatenate([getattr(part, name) for part in parts]) for name in _FIELDS))
             order = np.argsort(merged.chunk_ids, kind="stable")  # sorted ids: lookups by searchsorted
-            vectors = RootVectors(merged.matrix[order], merged.chunk_ids[order], merged.entry_ids[order],
-                                  merged.system[order])
+            vectors = RootVectors(*(getattr(merged, name)[order] for name in _FIELDS))
     with _cache_lock:
         _cache[key] = (generation, vectors)
     return vectors

@@ -29,6 +29,9 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
+# A token set's element type: token ids below 65,536 (WordLlama's vocabulary has 32,000).
+TOKEN_DTYPE = np.uint16
+
 
 class EmbedderError(Exception):
     """The embedder failed, timed out or answered something unusable."""
@@ -98,22 +101,54 @@ class LocalEmbedder:
         return np.ascontiguousarray(model.embedding, dtype=np.float32), tokenizer
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        return self.embed_with_tokens(texts, tokens=False)[0]
+
+    def embed_with_tokens(self, texts: list[str], *, tokens: bool = True) -> tuple[np.ndarray, list[bytes]]:
+        """The texts' vectors, and (with `tokens`) each text's token set from the same tokenization: its distinct
+        token ids, ascending, as uint16 bytes (the vocabulary has 32,000 tokens). The token-match list
+        (memory/recall/token_match.py) scores passages by them."""
         table, tokenizer = self._model()
         if not texts:
-            return np.zeros((0, table.shape[1]), dtype=np.float32)
+            return np.zeros((0, table.shape[1]), dtype=np.float32), []
         # Each text's token rows averaged on their own: a gather of one text's rows stays in cache, where one gather
         # of every text's rows (averaged with reduceat) built an array of tokens x 256 floats, 70 MB for a reindex
         # batch of 1,000 memories, and took four times as long. No padding to the longest text either way.
         encoded = tokenizer.encode_batch(texts, add_special_tokens=False)
         out = np.zeros((len(texts), table.shape[1]), dtype=np.float32)
+        sets: list[bytes] = []
         last = table.shape[0] - 1
         rows = self._float32_rows(table)
         for row, item in enumerate(encoded):
-            if item.ids:
-                ids = np.asarray(item.ids, dtype=np.int64)
-                np.clip(ids, 0, last, out=ids)
+            ids = np.asarray(item.ids, dtype=np.int64)
+            np.clip(ids, 0, last, out=ids)
+            if len(ids):
                 out[row] = rows(ids).mean(axis=0)
-        return normalized(out)
+            if tokens:
+                sets.append(np.unique(ids).astype(TOKEN_DTYPE).tobytes())
+        return normalized(out), sets
+
+    def question_tokens(self, text: str) -> list[tuple[int, str]]:
+        """A question's tokens as (id, the token's text, without the tokenizer's word mark), in order."""
+        table, tokenizer = self._model()
+        item = tokenizer.encode(text, add_special_tokens=False)
+        last = table.shape[0] - 1
+        return [(min(max(token, 0), last), piece.replace("\u2581", " ").strip()) for token, piece in
+                zip(item.ids, item.tokens, strict=True)]
+
+    @classmethod
+    def vocabulary_size(cls) -> int:
+        return int(cls._model()[0].shape[0])
+
+    _unit: tuple[np.ndarray, np.ndarray] | None = None  # (the table it was made from, its unit float32 rows)
+
+    @classmethod
+    def unit_table(cls) -> np.ndarray:
+        """Every token's vector at unit length, float32 (32 MB), made once per process: token-to-token cosines."""
+        table, _tokenizer = cls._model()
+        with cls._lock:
+            if cls._unit is None or cls._unit[0] is not table:
+                cls._unit = (table, normalized(table.astype(np.float32)))
+            return cls._unit[1]
 
     _converted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (float16 table, float32 rows, converted)
 

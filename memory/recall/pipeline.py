@@ -1,11 +1,12 @@
-"""The recall pipeline: three candidate lists (the word index, the trigram index, the chunk vectors), a fusion
-that weighs each list by how decisive it is for this question, scope shadowing, top-K.
+"""The recall pipeline: three candidate lists (the word index, the trigram index, the chunk vectors) and a fourth
+that ranks their candidates again by their passages' tokens (token_match), a fusion that weighs each list by how
+decisive it is for this question, scope shadowing, top-K.
 
 score = Σ w'_list·(½·value_list + ½·k/(k+rank_list)) + w_recency·0.5^(age/half_life) + w_signal·EMA
 value_list is the candidate's match in the list's own measure relative to its best (1 for the best); rank_list from 0,
 so a list's first entry scores its full weight; a list the entry is absent from contributes 0 (the semantic list: its
 last entry's value, an upper bound). w'_list is the configured weight scaled by the square root of the list's
-decisiveness for this question (`decisiveness`, `list_weights`), the three rescaled to the configured weights'
+decisiveness for this question (`decisiveness`, `list_weights`), the four rescaled to the configured weights'
 sum. Weights, k and sizes come from configuration.
 """
 
@@ -23,10 +24,11 @@ from compozy.config import Config, RecallConfig, RecallContext
 from memory.catalog import fts, owners, sql, vectors
 from memory.catalog.fts import RecallRow, quote_term
 from memory.domain.models import SCOPE_DEPTH, ScopeRef, utc_now
-from memory.providers.embeddings import EmbedderError
+from memory.providers.embeddings import EmbedderError, LocalEmbedder
 
 from . import side_thread
 from .query import RecallQuery, stem
+from .token_match import TokenMatch, token_match
 
 # Re-ranking of the word index's candidates. bm25 over OR-joined terms already prefers memories sharing more of
 # the query's words; these factors add what it cannot see: how many of the query's words a memory covers at all
@@ -45,6 +47,7 @@ class RecallCandidate:
     unicode_rank: int | None = None
     trigram_rank: int | None = None
     semantic_rank: int | None = None
+    token_rank: int | None = None
     # Its match in each list's own measure, relative to that list's best match (fusion's `value`).
     values: dict[str, float] = field(default_factory=dict)
     parts: dict[str, float] = field(default_factory=dict)
@@ -686,16 +689,40 @@ def candidates(plan: RecallPlan) -> Candidates:
         if not found.gated and found.entry_id in by_entry:
             # At least as near the query as the median lexical candidate: the semantic list's own bar.
             by_entry[found.entry_id].strength = 1.0
+    tokens = _token_list(plan, by_entry) if weights.token > 0 and embedder_error is None else None
     return Candidates(by_entry, len(unicode_list), len(trigram_list), len(semantic), holders, ranking_only, rows,
-                      warning, fusion_inputs(by_entry, unicode_list, trigram_strength, semantic, scores))
+                      warning, fusion_inputs(by_entry, unicode_list, trigram_strength, semantic, scores, tokens))
+
+
+def _token_list(plan: RecallPlan, by_entry: dict[int, RecallCandidate]) -> TokenMatch | None:
+    """The token-match list over the other lists' candidates (memory/recall/token_match.py), with the local
+    embedder only: the token vectors are its own."""
+    current = vectors.embedder()
+    if not isinstance(current, LocalEmbedder) or not by_entry:
+        return None
+    roots = [vectors.root_matrix(root_key, plan.generation, current.model_id) for root_key in plan.root_keys]
+    return token_match(current, plan.query.text, list(by_entry), roots)
 
 
 def fusion_inputs(by_entry: dict[int, RecallCandidate], unicode_list: list[RecallRow],
                   trigram_strength: dict[int, float], semantic: list[SemanticHit],
-                  scores: SemanticScores | None) -> dict[str, float]:
+                  scores: SemanticScores | None, tokens: TokenMatch | None = None) -> dict[str, float]:
     """What the fusion reads: sets each candidate's `values`, its value in each list (its match relative to the
     list's best: the word index's re-ranked value with session context, the trigram index's bm25, the semantic
-    similarity above the corpus's mean), and returns each list's decisiveness over all of its entries."""
+    similarity above the corpus's mean, the token match above the candidates' median) and its token-match rank,
+    and returns each list's decisiveness over all of its entries."""
+    token_values: dict[int, float] = {}
+    token_zero = 0.0
+    if tokens is not None and tokens.scores:
+        # The token list ranks only candidates, so its zero is their median: what a candidate that merely shares a
+        # word or two with the question scores.
+        token_zero = float(np.median(list(tokens.scores.values())))
+        top = max(tokens.scores.values())
+        span = top - token_zero
+        ordered = sorted(tokens.scores, key=lambda entry: (-tokens.scores[entry], entry))
+        for rank, entry in enumerate(ordered):
+            by_entry[entry].token_rank = rank
+            token_values[entry] = max(0.0, (tokens.scores[entry] - token_zero) / span) if span > 0 else 0.0
     semantic_values: dict[int, float] = {}
     semantic_tail = 0.0
     zero = scores.mean if scores is not None else 0.0
@@ -710,11 +737,13 @@ def fusion_inputs(by_entry: dict[int, RecallCandidate], unicode_list: list[Recal
             "unicode": candidate.row.strength if candidate.unicode_rank is not None else 0.0,
             "trigram": trigram_strength.get(entry, 0.0) if candidate.trigram_rank is not None else 0.0,
             "semantic": semantic_values.get(entry, semantic_tail),
+            "token": token_values.get(entry, 0.0),
         }
     return {
         "unicode": decisiveness([row.strength for row in unicode_list], zero=0.0),
         "trigram": decisiveness(list(trigram_strength.values()), zero=0.0),
         "semantic": decisiveness([hit.similarity for hit in semantic], zero=zero),
+        "token": decisiveness(list(tokens.scores.values()), zero=token_zero) if tokens is not None else 0.0,
     }
 
 
@@ -749,8 +778,8 @@ def scores(found: Candidates, plan: RecallPlan, now: datetime) -> None:
     # Hoisted out of the loop, which runs for every candidate of all three lists.
     w_recency, w_signal, half_life = weights.recency, weights.signal, settings.recency_half_life_days
     naive_now = now.replace(tzinfo=None) if now.tzinfo is not None else now
-    lists = list_weights({"unicode": weights.unicode, "trigram": weights.trigram, "semantic": weights.semantic},
-                         found.decisiveness)
+    lists = list_weights({"unicode": weights.unicode, "trigram": weights.trigram, "semantic": weights.semantic,
+                          "token": weights.token}, found.decisiveness)
     for candidate in found.by_entry.values():
         row = candidate.row
         updated = row.updated_at
@@ -762,6 +791,7 @@ def scores(found: Candidates, plan: RecallPlan, now: datetime) -> None:
             "unicode": _list_part(lists["unicode"], values.get("unicode", 0.0), candidate.unicode_rank, k),
             "trigram": _list_part(lists["trigram"], values.get("trigram", 0.0), candidate.trigram_rank, k),
             "semantic": _list_part(lists["semantic"], values.get("semantic", 0.0), candidate.semantic_rank, k),
+            "token": _list_part(lists["token"], values.get("token", 0.0), candidate.token_rank, k),
             "recency": round(w_recency * 0.5 ** (age_days / half_life), 6),
             # Read with the row (fts.RECALL_COLUMNS); None before the memory's first recall.
             "signal": round(w_signal * (row.recall_signal or 0.0), 6),

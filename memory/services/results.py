@@ -304,6 +304,7 @@ class WhyRecalled(Result):
     unicode: float
     trigram: float
     semantic: float
+    token: float
     recency: float
     signal: float
 

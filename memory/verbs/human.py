@@ -216,7 +216,7 @@ def human_reindex(document: dict[str, Any]) -> str:
 
 # (letter, why_recalled key, what it measures) for the WHY column of a search.
 _WHY_PARTS = (("w", "unicode", "word match"), ("t", "trigram", "substring match"), ("m", "semantic", "meaning"),
-              ("r", "recency", "recency"), ("s", "signal", "recalled before"))
+              ("k", "token", "token match"), ("r", "recency", "recency"), ("s", "signal", "recalled before"))
 
 
 def human_search(document: dict[str, Any]) -> str:

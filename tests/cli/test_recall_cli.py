@@ -32,7 +32,7 @@ def test_search_json_has_the_documented_shape(cli):
     assert document["results"], document
     for item in document["results"]:
         assert set(item) >= {"memory", "score", "snippet", "why_recalled", "shadowed_by"}
-        assert set(item["why_recalled"]) == {"unicode", "trigram", "semantic", "recency", "signal"}
+        assert set(item["why_recalled"]) == {"unicode", "trigram", "semantic", "token", "recency", "signal"}
         assert isinstance(item["score"], float)
     assert document["results"][0]["memory"]["filename"] == "project_runtime_docs.md"
     assert len(document["recall"]["blocks"]) == len([i for i in document["results"] if i["shadowed_by"] is None])

@@ -85,4 +85,4 @@ def test_near_equal_matches_score_near_equal_parts_not_the_steps_of_their_ranks(
     _ranked([best, close, *others], {"unicode": 1.0, "trigram": 0.0, "semantic": 0.0})
     # Ranks alone gave rank 5 a sixth of rank 0's part; with values it keeps more than half.
     assert close.parts["unicode"] > 0.5 * best.parts["unicode"]
-    assert best.parts["unicode"] == pytest.approx(0.9)  # the whole configured sum went to the one decisive list
+    assert best.parts["unicode"] == pytest.approx(1.2)  # the whole configured sum went to the one decisive list

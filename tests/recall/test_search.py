@@ -230,11 +230,13 @@ def test_the_score_weights_come_from_configuration(ws, monkeypatch):
     monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__RECENCY", "0")
     monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__SIGNAL", "0")
     monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__SEMANTIC", "0")
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__TOKEN", "0")
     result = r.search(ws, QUESTION)
     assert result["results"]
     for item in result["results"]:
         parts = item["why_recalled"]
         assert parts["unicode"] == 0 and parts["recency"] == 0 and parts["signal"] == 0 and parts["semantic"] == 0
+        assert parts["token"] == 0
         assert item["score"] == pytest.approx(parts["trigram"])
     assert max(item["why_recalled"]["trigram"] for item in result["results"]) == pytest.approx(0.5)
 
@@ -245,7 +247,7 @@ def test_each_result_carries_score_why_recalled_snippet_and_shadowed_by(ws):
     top = result["results"][0]
     assert set(top) >= {"memory", "score", "snippet", "why_recalled", "shadowed_by"}
     parts = top["why_recalled"]
-    assert set(parts) == {"unicode", "trigram", "semantic", "recency", "signal"}
+    assert set(parts) == {"unicode", "trigram", "semantic", "token", "recency", "signal"}
     assert top["score"] == pytest.approx(sum(parts.values()), abs=1e-5)
     assert "runtime" in top["snippet"].lower()
     assert top["shadowed_by"] is None

@@ -47,7 +47,7 @@ def test_why_recalled_carries_the_semantic_part_and_the_score_is_the_sum_of_its_
     put_library(ws)
     result = r.search(ws, QUESTION)
     top = result["results"][0]
-    assert set(top["why_recalled"]) == {"unicode", "trigram", "semantic", "recency", "signal"}
+    assert set(top["why_recalled"]) == {"unicode", "trigram", "semantic", "token", "recency", "signal"}
     assert top["why_recalled"]["semantic"] > 0
     assert top["score"] == pytest.approx(sum(top["why_recalled"].values()), abs=1e-5)
     assert result["warning"] is None
