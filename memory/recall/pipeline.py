@@ -28,7 +28,7 @@ from memory.providers.embeddings import EmbedderError, LocalEmbedder
 
 from . import side_thread
 from .query import RecallQuery, stem
-from .token_match import TokenMatch, token_match
+from .token_match import TokenMatch, neighbour_table, token_match
 
 # Re-ranking of the word index's candidates. bm25 over OR-joined terms already prefers memories sharing more of
 # the query's words; these factors add what it cannot see: how many of the query's words a memory covers at all
@@ -692,6 +692,16 @@ def candidates(plan: RecallPlan) -> Candidates:
     tokens = _token_list(plan, by_entry) if weights.token > 0 and embedder_error is None else None
     return Candidates(by_entry, len(unicode_list), len(trigram_list), len(semantic), holders, ranking_only, rows,
                       warning, fusion_inputs(by_entry, unicode_list, trigram_strength, semantic, scores, tokens))
+
+
+def prepare_token_list() -> bool:
+    """Build (or read) the token-match list's neighbour table now, so no question waits for it; False when the
+    configured embedder has no token table. A server calls this at start-up."""
+    current = vectors.embedder()
+    if not isinstance(current, LocalEmbedder):
+        return False
+    neighbour_table(current)
+    return True
 
 
 def _token_list(plan: RecallPlan, by_entry: dict[int, RecallCandidate]) -> TokenMatch | None:

@@ -11,7 +11,7 @@ from memory.domain.enums import EventOp
 from memory.domain.errors import ValidationError
 from memory.domain.models import utc_now
 from memory.recall.package import HEADER, block, recall_section_text, staleness_banner
-from memory.recall.pipeline import Recall, RecallCandidate, recall
+from memory.recall.pipeline import Recall, RecallCandidate, prepare_token_list, recall
 from memory.recall.query import parse_query
 
 from .inputs import Caller, ReadSelector
@@ -29,6 +29,12 @@ class SearchInput(ReadSelector):
         "(only stopwords or one-letter words) is skipped: the result says skipped: true."))
     top_k: int | None = Field(default=None, ge=1, description=(
         "How many memories to return: default 5 (memory.recall.top_k), at most 20 (a larger value is lowered)."))
+
+
+def recall_prepare() -> bool:
+    """What recall derives once from the model (the token-match list's neighbour table, about 5 s the first time in
+    a home), done ahead of the first question; False when the embedder needs none."""
+    return prepare_token_list()
 
 
 def memory_search(*, data: SearchInput, caller: Caller, record: bool = True) -> SearchResult:

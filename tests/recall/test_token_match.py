@@ -159,3 +159,15 @@ def test_a_memory_is_scored_by_its_best_passage():
 
     found = token_match.token_match(LocalEmbedder(), "database vacuum", [1, 2], [Root()])
     assert found is not None and found.chunks[1] == 11 and found.scores[1] > found.scores[2]
+
+
+def test_recall_prepare_builds_the_table_ahead_of_a_question_and_needs_none_without_the_local_embedder(monkeypatch):
+    from memory.services.recall import recall_prepare
+
+    embedder = LocalEmbedder()
+    table_path(embedder.model_id).unlink(missing_ok=True)
+    token_match._tables.clear()
+    assert recall_prepare() is True
+    assert table_path(embedder.model_id).is_file() and embedder.model_id in token_match._tables
+    monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__KIND", "none")
+    assert recall_prepare() is False

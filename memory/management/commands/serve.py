@@ -4,9 +4,11 @@ decision retention) and the file watcher run beside it."""
 
 from __future__ import annotations
 
+import logging
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -54,6 +56,9 @@ class Command(ProductCommand):
             children.append(subprocess.Popen([python, "-m", "compozy.cli", "qcluster"]))
         if not options["no_watch"] and get_config(None).memory.watch.enabled:
             children.append(subprocess.Popen([python, "-m", "compozy.cli", "watch"]))
+        # Recall's derived tables are built while the service starts, not at the first question (the workers read
+        # them from the home's cache once this is done).
+        threading.Thread(target=_prepare_recall, name="recall-prepare", daemon=True).start()
         # `compozy inspector link` prints this address rather than the configured default.
         record_address(bind)
         from inspector.signin import create_link
@@ -86,3 +91,16 @@ class Command(ProductCommand):
         codes = [child.returncode for child in children]
         if any(code not in (0, -signal.SIGTERM, None) for code in codes):
             raise CommandError(f"a child process exited with {codes}")
+
+
+def _prepare_recall() -> None:
+    from django.db import connection
+
+    from memory.services.recall import recall_prepare
+
+    try:
+        recall_prepare()
+    except Exception:  # noqa: BLE001 (the first question builds it then, and says why if it cannot)
+        logging.getLogger(__name__).exception("recall's neighbour table was not built at start-up")
+    finally:
+        connection.close()
