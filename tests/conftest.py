@@ -20,6 +20,9 @@ import pytest
 _SESSION_HOME = tempfile.mkdtemp(prefix="compozy-test-home-")
 atexit.register(shutil.rmtree, _SESSION_HOME, True)
 os.environ["COMPOZY_HOME"] = _SESSION_HOME
+# Tables derived from the model alone (recall's token neighbours, about 5 s to build) are shared by every test's
+# home and every worker, and kept between runs: they depend on nothing a test writes.
+os.environ["COMPOZY_CACHE_DIR"] = str(Path(tempfile.gettempdir()) / f"compozy-test-cache-{os.getuid()}")
 for _name in list(os.environ):
     if _name.startswith("COMPOZY_") and ("__" in _name or _name in ("COMPOZY_WORKSPACE", "COMPOZY_FAULT")):
         del os.environ[_name]

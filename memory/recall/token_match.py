@@ -18,7 +18,9 @@ a question token's neighbours counts as no match.
 from __future__ import annotations
 
 import io
+import logging
 import math
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -41,6 +43,7 @@ _STEPS = 255  # a cosine in 255ths while a question is scored
 _BATCH = 1024  # vocabulary rows per matrix product while the table is built (128 MB of similarities at a time)
 
 _lock = threading.Lock()
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,9 +70,11 @@ def question_token_ids(embedder: LocalEmbedder, text: str) -> list[int]:
 
 
 def table_path(model_id: str) -> Path:
-    """Where the home keeps this model's neighbour table (derived from the model and the two settings alone)."""
+    """Where this model's neighbour table is kept: the home's `cache/`, or $COMPOZY_CACHE_DIR (it derives from the
+    model and the two settings alone, so homes may share one)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model_id)
-    return compozy_home() / "cache" / f"token-neighbours-{slug}-{NEIGHBOURS}-{MIN_COSINE}.npz"
+    folder = os.environ.get("COMPOZY_CACHE_DIR") or compozy_home() / "cache"
+    return Path(folder) / f"token-neighbours-{slug}-{NEIGHBOURS}-{MIN_COSINE}.npz"
 
 
 def neighbour_table(embedder: LocalEmbedder) -> NeighbourTable:
@@ -86,6 +91,7 @@ def neighbour_table(embedder: LocalEmbedder) -> NeighbourTable:
             if found.ids.shape != (LocalEmbedder.vocabulary_size(), NEIGHBOURS):
                 raise ValueError("a table of another shape")
         except (OSError, KeyError, ValueError):
+            logger.info("building recall's token neighbour table (once, a few seconds) in %s", path.parent)
             found = build_table(LocalEmbedder.unit_table())
             buffer = io.BytesIO()
             np.savez(buffer, ids=found.ids, cosines=found.cosines)
