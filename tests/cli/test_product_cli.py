@@ -211,7 +211,7 @@ def test_a_human_search_shows_every_part_of_the_score_and_says_what_each_letter_
     assert result.code == 0, result.stderr
     lines = result.stdout.splitlines()
     row = next(line for line in lines if "project_runtime_docs.md" in line)
-    parts = dict((m[0], float(m[1])) for m in re.findall(r"\b([wtmrs])(\d\.\d\d)\b", row))
+    parts = dict((m[0], float(m[1])) for m in re.findall(r"\b([wtmkrs])(\d\.\d\d)\b", row))
     assert set(parts) == {"w", "t", "m", "k", "r", "s"}, row
     assert abs(sum(parts.values()) - float(row.split()[0])) <= 0.03, row
     legend = lines[-1]

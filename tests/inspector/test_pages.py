@@ -252,7 +252,7 @@ def test_the_recall_playground_ranks_shows_parts_shadowing_and_the_prompt_block_
     # Each part reads in words ("unicode" is the word index's internal name); the values add up to the score.
     shown = re.search(r"Score ([0-9.]+):(.*?)</p>", first, re.S)
     parts = dict((name.strip(), float(value)) for name, value in re.findall(r"([a-z ]+) ([0-9.]+)", shown.group(2)))
-    assert set(parts) == {"words", "substrings", "meaning", "recency", "recalled before"}, parts
+    assert set(parts) == {"words", "substrings", "meaning", "token match", "recency", "recalled before"}, parts
     assert abs(sum(parts.values()) - float(shown.group(1))) < 0.001
     assert "unicode" not in re.sub(r'class="[^"]*"', "", first)
     assert "&lt;compozy_recall&gt;\n## Recalled memories" in page

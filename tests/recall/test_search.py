@@ -50,8 +50,10 @@ def test_a_memory_sharing_more_meaningful_words_ranks_above_one_sharing_fewer(ws
 
 
 def test_a_typo_still_finds_the_memory_through_the_trigram_table(ws, monkeypatch):
-    # The lexical lists alone: the semantic list also likes the runtime docs for this question.
+    # The lexical lists alone: the semantic and token-match lists also like the runtime docs for this question
+    # (the typo's word pieces, "doc" among them, match the "docs" the runtime docs repeat).
     monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__SEMANTIC", "0")
+    monkeypatch.setenv("COMPOZY_MEMORY__RECALL__WEIGHTS__TOKEN", "0")
     put_library(ws, {**LIBRARY, "project_writing.md": ("Writing", "Prose rules",
                                                        "The documentation is written in reStructuredText.")})
     result = r.search(ws, "documantation guidelines")
