@@ -16,6 +16,8 @@ from pathlib import Path
 import django
 import pytest
 
+from tests.environment import child_environment
+
 # Settings read COMPOZY_HOME at import: point it somewhere disposable before Django loads.
 _SESSION_HOME = tempfile.mkdtemp(prefix="compozy-test-home-")
 atexit.register(shutil.rmtree, _SESSION_HOME, True)
@@ -105,7 +107,7 @@ class Cli:
     cwd: Path
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
+        env = child_environment()
         env["COMPOZY_HOME"] = str(self.home)
         env.update(extra)
         return env

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from typing import Any
 from tests.conftest import Cli
 from tests.crash import invariants
 from tests.crash.invariants import query
+from tests.environment import child_environment
 from tests.helpers import workspace_root
 
 WRITER = Path(__file__).resolve().parent / "writer.py"
@@ -46,7 +46,7 @@ class Writer:
 
 def child_env(home: Path) -> dict[str, str]:
     # No COMPOZY_FAULT (or any other COMPOZY_ setting) leaks into a child by accident.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
+    env = child_environment()
     env["COMPOZY_HOME"] = str(home)
     return env
 

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 
 from memory.recall import side_thread
 from tests.conftest import REPO
+from tests.environment import child_environment
 from tests.recall import helpers as rh
 
 
@@ -22,7 +23,7 @@ def test_the_side_thread_gives_the_same_answers_keeps_its_connection_and_reopens
         home, workspace_dir):
     # A child process on a SQLite file: the pytest process's test database is in memory, where the side thread is
     # never used.
-    env = {key: value for key, value in os.environ.items() if not key.startswith("COMPOZY_")}
+    env = child_environment()
     completed = subprocess.run([sys.executable, "-m", "tests.recall.side_thread_child", str(home),
                                 str(workspace_dir)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert completed.returncode == 0, completed.stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import subprocess
 from datetime import UTC, datetime
@@ -19,10 +18,11 @@ from mcp import Client, StdioServerParameters
 from tests.api.conftest import Server, start_server, stop_server
 from tests.background.dreaming_helpers import SUBJECTS
 from tests.conftest import COMPOZY
+from tests.environment import child_environment
 
 
 def cli(server: Server, *args: str, **env: str) -> tuple[bool, dict[str, Any]]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
+    environment = child_environment()
     environment.update(COMPOZY_HOME=str(server.home), **env)
     proc = subprocess.run([COMPOZY, "memory", *args, "-o", "json"], cwd=server.workspace, env=environment,
                           capture_output=True, text=True, timeout=120)
@@ -94,7 +94,7 @@ def test_dream_and_prune_verbs_give_the_same_documents_on_every_surface(server):
     workspace = str(server.workspace)
     params = StdioServerParameters(command=COMPOZY, args=["mcp", "--session", "dream-parity", "--toolsets",
                                                           "compozy__memory,compozy__memory_admin"], cwd=workspace,
-                                   env={**{k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")},
+                                   env={**child_environment(),
                                         "COMPOZY_HOME": str(server.home)})
 
     async def scenario() -> None:
@@ -149,7 +149,7 @@ def test_dream_and_prune_verbs_give_the_same_documents_on_every_surface(server):
 
 
 def test_the_cli_renders_dream_status_and_trigger_for_people(server):
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
+    environment = child_environment()
     environment["COMPOZY_HOME"] = str(server.home)
     status = subprocess.run([COMPOZY, "memory", "dream", "status"], cwd=server.workspace, env=environment,
                             capture_output=True, text=True, timeout=120)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -45,6 +44,7 @@ from memory.cli.flags import flag_of, shape_of
 from memory.verbs import INCOMPLETE_EXIT, Verb, all_verbs
 from tests.api.conftest import start_server, stop_server
 from tests.conftest import COMPOZY
+from tests.environment import child_environment
 from tests.extractor.helpers import seed_dead_letters
 from tests.helpers import tool_document
 
@@ -100,7 +100,7 @@ class CliSurface:
             if name in spec.positionals:
                 continue
             argv += [flag_of(name)] if value is True else [flag_of(name), str(value)]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
+        env = child_environment()
         env["COMPOZY_HOME"] = str(self.home)
         proc = subprocess.run([COMPOZY, spec.command[0], *argv, "-o", "json"], cwd=self.workspace,
                               env=env, capture_output=True, text=True, timeout=120)
@@ -145,7 +145,7 @@ class McpSurface:
         self.tools: list[Any] = []
 
     def run(self, steps: list[tuple[str, Any]]) -> list[tuple[bool, dict[str, Any]]]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
+        env = child_environment()
         env["COMPOZY_HOME"] = str(self.home)
         params = StdioServerParameters(command=COMPOZY, env=env, cwd=str(self.workspace), args=[
             "mcp", "--session", "parity", "--toolsets", "compozy__memory,compozy__memory_admin"])
@@ -170,7 +170,7 @@ class McpSurface:
     def run_sessions(self, cli: CliSurface) -> list[tuple[bool, dict[str, Any]] | None]:
         """The session table: reading verbs through MCP tools; writing verbs through the CLI in the same home
         (recorded as None: agents have no MCP tool that writes a session)."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
+        env = child_environment()
         env["COMPOZY_HOME"] = str(self.home)
         params = StdioServerParameters(command=COMPOZY, env=env, cwd=str(self.workspace), args=[
             "mcp", "--toolsets", "compozy__memory,compozy__memory_admin"])

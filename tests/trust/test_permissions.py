@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tests.background.dreaming_helpers import SUBJECTS
 from tests.conftest import COMPOZY
+from tests.environment import child_environment
 
 PRIVATE_FILES = ("compozy.db", "compozy.db-wal", "compozy.db-shm", "token", "secret_key", "run/write.lock",
                  "run/migrate.lock")
@@ -29,7 +30,7 @@ def mode(path: Path) -> int:
 
 
 def run_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COMPOZY_")}
+    env = child_environment()
     env["COMPOZY_HOME"] = str(home)
     return env
 
