@@ -104,23 +104,26 @@ class VectorState:
     chunks: int
     missing: int
     other_model: int
+    missing_tokens: int = 0  # chunks with a vector of the current model but no token set (stored before migration 0020)
 
 
 def vector_state(root_key: str, *, include_system: bool = False) -> VectorState:
-    """How many of a root's chunks have no vector, or one from a model other than the configured one."""
+    """How many of a root's chunks have no vector, one from a model other than the configured one, or (with an
+    embedder that makes them) no token set."""
     current = model_id()
     system = "" if include_system else " AND e.is_system = 0"
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*), coalesce(sum(c.vector IS NULL), 0), "
-            "coalesce(sum(c.vector IS NOT NULL AND c.vector_model != %s), 0) FROM memory_chunks c "
+            "coalesce(sum(c.vector IS NOT NULL AND c.vector_model != %s), 0), "
+            "coalesce(sum(c.vector IS NOT NULL AND c.vector_model = %s AND c.tokens IS NULL), 0) FROM memory_chunks c "
             f"JOIN memory_catalog_entries e ON e.id = c.entry_id WHERE e.root_key = %s{system}",
-            [current, root_key],
+            [current, current, root_key],
         )
-        chunks, missing, other = cursor.fetchone()
+        chunks, missing, other, untokenized = cursor.fetchone()
     if not current:
         return VectorState(int(chunks), 0, 0)
-    return VectorState(int(chunks), int(missing), int(other))
+    return VectorState(int(chunks), int(missing), int(other), int(untokenized) if has_tokens() else 0)
 
 
 @dataclass(frozen=True)

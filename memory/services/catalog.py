@@ -59,12 +59,14 @@ class _Totals:
     chunks: int = 0
     missing_vectors: int = 0
     other_model: int = 0
+    missing_tokens: int = 0
 
     def check(self, ref: ScopeRef, root: Path) -> RootDrift:
         state = vector_state(ref.root_key, include_system=self.include_system)
         self.chunks += state.chunks
         self.missing_vectors += state.missing
         self.other_model += state.other_model
+        self.missing_tokens += state.missing_tokens
         report = drift_for_root(ref.root_key, root, include_system=self.include_system, limits=self.limits)
         by_type = self.file_counts.setdefault(ref.scope.value, {})
         for memory_type, count in report.files_by_type.items():
@@ -120,8 +122,10 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         reasons.append(f"{totals.missing_vectors} chunk(s) without a vector")
     if totals.other_model:
         reasons.append(f"{totals.other_model} chunk(s) with a vector from another model than {model_id()}")
+    if totals.missing_tokens:
+        reasons.append(f"{totals.missing_tokens} chunk(s) without a token set (stored before recall's token match)")
     if reasons and (totals.unindexed or totals.modified or totals.orphaned or totals.missing_vectors
-                    or totals.other_model):
+                    or totals.other_model or totals.missing_tokens):
         reasons.append("run `compozy memory reindex` to repair drift")
     events = Event.objects.filter(workspace_id__in=span.event_workspace_ids)
     last_reindex = events.filter(op=EventOp.WRITE_REINDEX.value).order_by("-ts").values_list("ts", flat=True).first()
@@ -150,7 +154,7 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         dream=_dream_health(span),
         extractor=extractor_health(),
         vectors={"model": model_id(), "chunks": totals.chunks, "missing": totals.missing_vectors,
-                 "other_model": totals.other_model},
+                 "other_model": totals.other_model, "missing_tokens": totals.missing_tokens},
     )
 
 

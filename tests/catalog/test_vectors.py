@@ -84,7 +84,7 @@ def test_health_reports_vectors_of_another_model_and_reindex_replaces_them(ws):
     health = h.health(ws)
     assert health["status"] == "degraded"
     assert health["vectors"] == {"model": model_id(), "chunks": len(SECTIONS), "missing": 0,
-                                 "other_model": len(SECTIONS)}
+                                 "other_model": len(SECTIONS), "missing_tokens": 0}
     assert f"{len(SECTIONS)} chunk(s) with a vector from another model than {model_id()}" in health["reason"]
     assert filled(h.reindex(ws)) == len(SECTIONS)
     assert h.health(ws)["status"] == "ok"

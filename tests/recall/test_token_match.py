@@ -68,8 +68,12 @@ def test_a_chunk_stored_without_its_token_set_gets_it_from_reindex_and_search_re
     vectors.forget_matrices()
     stale = vectors.root_matrix(root_key, current_generation(), vectors.model_id())
     assert stale.tokens.tolist() == [b""]
+    health = h.health(ws)
+    assert health["status"] == "degraded" and health["vectors"]["missing_tokens"] == 1
+    assert "1 chunk(s) without a token set" in health["reason"] and "compozy memory reindex" in health["reason"]
     h.reindex(ws)
     assert token_sets(filename)[0][3] == expected
+    assert h.health(ws)["status"] == "ok" and h.health(ws)["vectors"]["missing_tokens"] == 0
     h.write(ws, name="Alerts", content="Page the on-call when WAL archiving lags.")  # a new generation
     after = vectors.root_matrix(root_key, current_generation(), vectors.model_id())
     assert expected in after.tokens.tolist() and b"" not in after.tokens.tolist()
