@@ -32,6 +32,21 @@ logger = logging.getLogger(__name__)
 # A token set's element type: token ids below 65,536 (WordLlama's vocabulary has 32,000).
 TOKEN_DTYPE = np.uint16
 
+# How stored passages are weighed, in the model id: vectors made otherwise are another model's, which health reports
+# and a reindex replaces.
+PASSAGE_WEIGHING = "+zipf"
+
+
+def zipf_weights(ids: np.ndarray) -> np.ndarray:
+    """Each token's weight in a passage's mean: the log of its rank in the vocabulary, log(1 + id). WordLlama's
+    tokenizer numbers its tokens roughly by frequency (" the" is 278, " returns" 3,639), so a token's id is a cheap
+    stand-in for how common it is, and Zipf's law makes the log of that rank the weight an information measure would
+    give it (model2vec weighs its static vectors so). A long passage's plain mean is dominated by its many frequent
+    tokens and lands near every other long passage; weighed, the rarer words that say what it is about count more.
+    Questions stay plain means: weighing them too cost the technical check 3 points of the semantic list's R@5
+    (docs/benchmarks.md)."""
+    return np.log1p(ids.astype(np.float32))
+
 
 class EmbedderError(Exception):
     """The embedder failed, timed out or answered something unusable."""
@@ -53,7 +68,8 @@ def normalized(matrix: np.ndarray) -> np.ndarray:
 
 
 class LocalEmbedder:
-    """WordLlama's 256-dimension static model: a vector per token, averaged over the text's tokens."""
+    """WordLlama's 256-dimension static model: a vector per token, averaged over the text's tokens. A question is
+    the plain mean of its tokens; a stored passage (`embed_with_tokens`) is their mean weighed by `zipf_weights`."""
 
     kind = "local"
     _lock = threading.Lock()
@@ -63,9 +79,9 @@ class LocalEmbedder:
         try:
             from importlib.metadata import version
 
-            self.model_id = f"wordllama-{version('wordllama')}/l2_supercat_256"
+            self.model_id = f"wordllama-{version('wordllama')}/l2_supercat_256{PASSAGE_WEIGHING}"
         except Exception:  # noqa: BLE001 (a missing distribution is reported when the model is loaded)
-            self.model_id = "wordllama/l2_supercat_256"
+            self.model_id = f"wordllama/l2_supercat_256{PASSAGE_WEIGHING}"
 
     @classmethod
     def _model(cls) -> tuple[np.ndarray, Any]:
@@ -101,12 +117,17 @@ class LocalEmbedder:
         return np.ascontiguousarray(model.embedding, dtype=np.float32), tokenizer
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return self.embed_with_tokens(texts, tokens=False)[0]
+        """Questions (and anything compared with stored passages as a question is): each the plain mean of its
+        tokens' vectors."""
+        return self._vectors(texts, passages=False)[0]
 
-    def embed_with_tokens(self, texts: list[str], *, tokens: bool = True) -> tuple[np.ndarray, list[bytes]]:
-        """The texts' vectors, and (with `tokens`) each text's token set from the same tokenization: its distinct
-        token ids, ascending, as uint16 bytes (the vocabulary has 32,000 tokens). The token-match list
-        (memory/recall/token_match.py) scores passages by them."""
+    def embed_with_tokens(self, texts: list[str]) -> tuple[np.ndarray, list[bytes]]:
+        """Passages to store: each text's vector, its tokens weighed by `zipf_weights`, and its token set from the
+        same tokenization: its distinct token ids, ascending, as uint16 bytes (the vocabulary has 32,000 tokens).
+        The token-match list (memory/recall/token_match.py) scores passages by them."""
+        return self._vectors(texts, passages=True)
+
+    def _vectors(self, texts: list[str], *, passages: bool) -> tuple[np.ndarray, list[bytes]]:
         table, tokenizer = self._model()
         if not texts:
             return np.zeros((0, table.shape[1]), dtype=np.float32), []
@@ -121,9 +142,15 @@ class LocalEmbedder:
         for row, item in enumerate(encoded):
             ids = np.asarray(item.ids, dtype=np.int64)
             np.clip(ids, 0, last, out=ids)
-            if len(ids):
+            if len(ids) and passages:
+                weights = zipf_weights(ids)
+                total = float(weights.sum())
+                # einsum keeps the weighed sum on this thread (see pipeline.semantic_scores on OpenBLAS's threads).
+                out[row] = (np.einsum("i,ij->j", weights, rows(ids)) / total if total > 0
+                            else rows(ids).mean(axis=0))
+            elif len(ids):
                 out[row] = rows(ids).mean(axis=0)
-            if tokens:
+            if passages:
                 sets.append(np.unique(ids).astype(TOKEN_DTYPE).tobytes())
         return normalized(out), sets
 

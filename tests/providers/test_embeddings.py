@@ -44,7 +44,7 @@ def test_the_local_embedder_loads_the_model_shipped_in_its_wheel_and_puts_relate
     assert np.allclose(np.linalg.norm(vectors[:3], axis=1), 1.0, atol=1e-5)
     assert not vectors[3].any()  # nothing to embed gives a zero row
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.1
-    assert embedder.model_id.startswith("wordllama-0.4") and embedder.model_id.endswith("/l2_supercat_256")
+    assert embedder.model_id.startswith("wordllama-0.4") and embedder.model_id.endswith("/l2_supercat_256+zipf")
 
 
 def test_the_local_embedder_gives_the_same_vector_for_a_text_alone_or_in_a_batch():
@@ -173,3 +173,23 @@ def test_the_float16_table_gives_the_vectors_of_its_float32_conversion_on_first_
     first = LocalEmbedder().embed(texts[:2])  # converts their rows
     again = LocalEmbedder().embed(texts)  # some rows kept, some new
     assert first.tobytes() == expected[:2].tobytes() and again.tobytes() == expected.tobytes()
+
+
+def test_a_stored_passage_weighs_its_rarer_tokens_more_and_a_question_stays_a_plain_mean():
+    embedder = LocalEmbedder()
+    passage = ("When this happens it is usually because of the way that the thing was set up in the first place, "
+               "and then there is not much that you can do about it other than to go back and look at it again, "
+               "which is what we did with the pgbouncer connection pool settings.")
+    table, tokenizer = LocalEmbedder._model()
+    ids = np.asarray(tokenizer.encode(passage, add_special_tokens=False).ids)
+    rows = table[ids].astype(np.float32)
+    weights = np.log1p(ids.astype(np.float32))
+    by_hand = (weights[:, None] * rows).sum(axis=0) / weights.sum()
+    stored, sets = embedder.embed_with_tokens([passage])
+    assert np.allclose(stored[0], by_hand / np.linalg.norm(by_hand), atol=1e-5)
+    assert sets[0] == np.unique(ids).astype(np.uint16).tobytes()
+    plain = rows.mean(axis=0)
+    assert np.allclose(embedder.embed([passage])[0], plain / np.linalg.norm(plain), atol=1e-5)
+    # What the weighing is for: a long passage of common words lands nearer a question on its subject.
+    question = embedder.embed(["pgbouncer connection pool"])[0]
+    assert question @ stored[0] > question @ embedder.embed([passage])[0] + 0.05
