@@ -65,6 +65,11 @@ def has_tokens() -> bool:
     return hasattr(embedder(), "embed_with_tokens")
 
 
+def _stale_condition() -> str:
+    """The condition of a chunk `fill_missing` embeds again, with one parameter, the configured model id."""
+    return f"(c.vector IS NULL OR c.vector_model != %s{' OR c.tokens IS NULL' if has_tokens() else ''})"
+
+
 def fill_missing(*, root_key: str | None = None, entry_ids: Sequence[int] = (), batch: int = 512) -> int:
     """Embed the chunks of a root (or of these entries) that have no vector or another model's, or no token set
     from an embedder that makes them. The caller owns the transaction. Returns how many chunks got a vector."""
@@ -80,8 +85,7 @@ def fill_missing(*, root_key: str | None = None, entry_ids: Sequence[int] = (), 
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.id, c.name, c.description, c.body FROM memory_chunks c "
-            f"JOIN memory_catalog_entries e ON e.id = c.entry_id WHERE {condition} "
-            f"AND (c.vector IS NULL OR c.vector_model != %s{' OR c.tokens IS NULL' if has_tokens() else ''})",
+            f"JOIN memory_catalog_entries e ON e.id = c.entry_id WHERE {condition} AND {_stale_condition()}",
             [*params, current],
         )
         pending = cursor.fetchall()
@@ -97,6 +101,21 @@ def fill_missing(*, root_key: str | None = None, entry_ids: Sequence[int] = (), 
                                 for (chunk_id, *_rest), blob, tokens in zip(part, blobs, sets, strict=True)])
             filled += len(part)
     return filled
+
+
+def stale_roots() -> list[str]:
+    """The roots holding a chunk that `fill_missing` would embed again (no vector, another model's, or no token set
+    from an embedder that makes them), by one statement; none without an embedder."""
+    current = model_id()
+    if not current:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT e.root_key FROM memory_chunks c JOIN memory_catalog_entries e ON e.id = c.entry_id "
+            f"WHERE {_stale_condition()} ORDER BY e.root_key",
+            [current],
+        )
+        return [root_key for (root_key,) in cursor.fetchall()]
 
 
 @dataclass(frozen=True)

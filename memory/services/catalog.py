@@ -1,5 +1,5 @@
 """The catalog noun: health (drift in both directions, unapplied decisions; of one workspace or, for an
-operator, of the whole home with a row per workspace) and reindex."""
+operator, of the whole home with a row per workspace), reindex, and the refresh of stale vectors."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.db import transaction
 from pydantic import Field
 
+from compozy.config import get_config
 from memory.catalog.drift import RootDrift, drift_for_root
-from memory.catalog.indexer import current_generation, mark_derivation_current
-from memory.catalog.vectors import model_id, vector_state
+from memory.catalog.indexer import advance_generation, current_generation, mark_derivation_current
+from memory.catalog.vectors import fill_missing, model_id, stale_roots, vector_state
 from memory.controller.core import exclusive
 from memory.controller.events import event_record
 from memory.controller.holds import held_roots
@@ -236,3 +238,26 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
     )
 
 
+
+
+def catalog_refresh_vectors() -> int:
+    """Give every chunk of the catalog whose vector is missing, from another model or without its token set a new
+    one (what a reindex does for them, without reading a file), root by root under the write lock, each root in one
+    transaction that advances the memory generation. Returns how many chunks it filled.
+
+    `compozy serve` runs it at start-up, in the background: an upgrade that changes how vectors are made (another
+    model, or how passages are weighed, which the model id records) would otherwise leave the semantic and
+    token-match lists blind to every older memory until someone ran `compozy memory reindex`. Finding nothing stale
+    costs one statement and takes no lock."""
+    roots = stale_roots()
+    if not roots:
+        return 0
+    config = get_config(None)
+    filled = 0
+    for root_key in roots:
+        with exclusive(config), transaction.atomic():
+            count = fill_missing(root_key=root_key)
+            if count:
+                advance_generation()
+        filled += count
+    return filled

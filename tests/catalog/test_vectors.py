@@ -192,3 +192,41 @@ def test_an_edited_memorys_chunks_take_ids_never_used_before_and_no_later_chunk_
     h.delete(ws, filename=filename)
     later = h.write(ws, name="Alerts", content="Page the on-call when WAL archiving lags.")
     assert min(chunk_ids(later["decision"]["target_filename"])) > max(seen)
+
+
+def test_stale_vectors_are_embedded_again_without_a_reindex_and_a_fresh_catalog_is_left_alone(ws):
+    from memory.catalog.indexer import current_generation
+    from memory.services.catalog import catalog_refresh_vectors
+
+    filename = h.write(ws, name="Backups", content=long_body())["decision"]["target_filename"]
+    generation = current_generation()
+    assert catalog_refresh_vectors() == 0 and current_generation() == generation  # nothing stale: nothing done
+    with connection.cursor() as cursor:
+        # As after an upgrade that changed how vectors are made, and one chunk stored before token sets.
+        cursor.execute("UPDATE memory_chunks SET vector_model = 'wordllama/l2_supercat_256'")
+        cursor.execute("UPDATE memory_chunks SET tokens = NULL WHERE ordinal = 0")
+    assert h.health(ws)["status"] == "degraded"
+    assert catalog_refresh_vectors() == len(SECTIONS)
+    assert current_generation() > generation  # recall's per-generation caches read the new vectors
+    assert h.health(ws)["status"] == "ok"
+    assert_vectors_match_text(chunks(filename))
+    assert catalog_refresh_vectors() == 0
+
+
+def test_serve_refreshes_stale_vectors_then_builds_the_neighbour_table_and_one_failing_does_not_stop_the_other(
+        monkeypatch, caplog):
+    from memory.management.commands import serve
+    from memory.services import catalog, recall
+
+    done = []
+
+    def refresh_fails() -> int:
+        done.append("vectors")
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(catalog, "catalog_refresh_vectors", refresh_fails)
+    monkeypatch.setattr(recall, "recall_prepare", lambda: done.append("table") or True)
+    with caplog.at_level("ERROR"):
+        serve._prepare_recall()
+    assert done == ["vectors", "table"]
+    assert "stale vectors were not refreshed at start-up" in caplog.text

@@ -56,8 +56,8 @@ class Command(ProductCommand):
             children.append(subprocess.Popen([python, "-m", "compozy.cli", "qcluster"]))
         if not options["no_watch"] and get_config(None).memory.watch.enabled:
             children.append(subprocess.Popen([python, "-m", "compozy.cli", "watch"]))
-        # Recall's derived tables are built while the service starts, not at the first question (the workers read
-        # them from the home's cache once this is done).
+        # Stale vectors are embedded again and recall's derived tables built while the service starts, not at the
+        # first question (the workers read the tables from the home's cache once this is done).
         threading.Thread(target=_prepare_recall, name="recall-prepare", daemon=True).start()
         # `compozy inspector link` prints this address rather than the configured default.
         record_address(bind)
@@ -96,11 +96,20 @@ class Command(ProductCommand):
 def _prepare_recall() -> None:
     from django.db import connection
 
+    from memory.services.catalog import catalog_refresh_vectors
     from memory.services.recall import recall_prepare
 
+    log = logging.getLogger(__name__)
     try:
-        recall_prepare()
-    except Exception:  # noqa: BLE001 (the first question builds it then, and says why if it cannot)
-        logging.getLogger(__name__).exception("recall's neighbour table was not built at start-up")
+        try:
+            filled = catalog_refresh_vectors()
+            if filled:
+                log.info("embedded %d stale chunk(s) again (another model's, or stored without a vector)", filled)
+        except Exception:  # noqa: BLE001 (health still reports them, and a reindex fills them)
+            log.exception("stale vectors were not refreshed at start-up")
+        try:
+            recall_prepare()
+        except Exception:  # noqa: BLE001 (the first question builds it then, and says why if it cannot)
+            log.exception("recall's neighbour table was not built at start-up")
     finally:
         connection.close()
