@@ -694,21 +694,27 @@ def candidates(plan: RecallPlan) -> Candidates:
                       warning, fusion_inputs(by_entry, unicode_list, trigram_strength, semantic, scores, tokens))
 
 
+def _token_embedder() -> LocalEmbedder | None:
+    """The configured embedder when the token-match list can use it: the local one only, whose token vectors it
+    reads."""
+    current = vectors.embedder()
+    return current if isinstance(current, LocalEmbedder) else None
+
+
 def prepare_token_list() -> bool:
     """Build (or read) the token-match list's neighbour table now, so no question waits for it; False when the
     configured embedder has no token table. A server calls this at start-up."""
-    current = vectors.embedder()
-    if not isinstance(current, LocalEmbedder):
+    current = _token_embedder()
+    if current is None:
         return False
     neighbour_table(current)
     return True
 
 
 def _token_list(plan: RecallPlan, by_entry: dict[int, RecallCandidate]) -> TokenMatch | None:
-    """The token-match list over the other lists' candidates (memory/recall/token_match.py), with the local
-    embedder only: the token vectors are its own."""
-    current = vectors.embedder()
-    if not isinstance(current, LocalEmbedder) or not by_entry:
+    """The token-match list over the other lists' candidates (memory/recall/token_match.py)."""
+    current = _token_embedder()
+    if current is None or not by_entry:
         return None
     roots = [vectors.root_matrix(root_key, plan.generation, current.model_id) for root_key in plan.root_keys]
     return token_match(current, plan.query.text, list(by_entry), roots)
