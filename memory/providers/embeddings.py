@@ -44,7 +44,12 @@ def zipf_weights(ids: np.ndarray) -> np.ndarray:
     give it (model2vec weighs its static vectors so). A long passage's plain mean is dominated by its many frequent
     tokens and lands near every other long passage; weighed, the rarer words that say what it is about count more.
     Questions stay plain means: weighing them too cost the technical check 3 points of the semantic list's R@5
-    (docs/benchmarks.md)."""
+    (docs/benchmarks.md).
+
+    The stand-in is rough at the end of the vocabulary: single characters (punctuation, digits, letters) are listed
+    there, after every merge, so "." and "2" weigh as much as the rarest words. Ranking them by their place in that
+    block instead (as common as they are) was measured and did worse on chat and the Go docs (docs/benchmarks.md),
+    so the id stays the rank."""
     return np.log1p(ids.astype(np.float32))
 
 
