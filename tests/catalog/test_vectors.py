@@ -226,7 +226,11 @@ def test_serve_refreshes_stale_vectors_then_builds_the_neighbour_table_and_one_f
 
     monkeypatch.setattr(catalog, "catalog_refresh_vectors", refresh_fails)
     monkeypatch.setattr(recall, "recall_prepare", lambda: done.append("table") or True)
+    said = []
     with caplog.at_level("ERROR"):
-        serve._prepare_recall()
+        serve._prepare_recall(said.append)
     assert done == ["vectors", "table"]
-    assert "stale vectors were not refreshed at start-up" in caplog.text
+    assert "stale vectors were not refreshed at start-up" in caplog.text and said == []
+    monkeypatch.setattr(catalog, "catalog_refresh_vectors", lambda: 3)
+    serve._prepare_recall(said.append)
+    assert len(said) == 1 and said[0].startswith("Embedded 3 chunk(s) again")

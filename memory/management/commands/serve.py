@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import CommandError
@@ -30,6 +31,10 @@ class Command(ProductCommand):
         parser.add_argument("--no-cluster", action="store_true", help="Do not start the django-q2 task cluster.")
         parser.add_argument("--no-watch", action="store_true",
                             help="Do not start the file watcher (hand edits are then recorded by reindex).")
+
+    def _say(self, text: str) -> None:
+        self.stdout.write(text, ending="")
+        self.stdout.flush()
 
     def handle(self, *args: Any, **options: Any) -> None:
         from memory.bootstrap import bootstrap
@@ -58,7 +63,7 @@ class Command(ProductCommand):
             children.append(subprocess.Popen([python, "-m", "compozy.cli", "watch"]))
         # Stale vectors are embedded again and recall's derived tables built while the service starts, not at the
         # first question (the workers read the tables from the home's cache once this is done).
-        threading.Thread(target=_prepare_recall, name="recall-prepare", daemon=True).start()
+        threading.Thread(target=_prepare_recall, args=(self._say,), name="recall-prepare", daemon=True).start()
         # `compozy inspector link` prints this address rather than the configured default.
         record_address(bind)
         from inspector.signin import create_link
@@ -93,7 +98,7 @@ class Command(ProductCommand):
             raise CommandError(f"a child process exited with {codes}")
 
 
-def _prepare_recall() -> None:
+def _prepare_recall(say: Callable[[str], None]) -> None:
     from django.db import connection
 
     from memory.services.catalog import catalog_refresh_vectors
@@ -102,9 +107,13 @@ def _prepare_recall() -> None:
     log = logging.getLogger(__name__)
     try:
         try:
+            started = time.monotonic()
             filled = catalog_refresh_vectors()
             if filled:
-                log.info("embedded %d stale chunk(s) again (another model's, or stored without a vector)", filled)
+                # Said where the person who started the service reads (an upgrade that changed how vectors are made
+                # re-embeds every memory once; until then recall missed the older ones).
+                say(f"Embedded {filled} chunk(s) again (made by another model, or stored without a vector) "
+                    f"in {time.monotonic() - started:.1f} s\n")
         except Exception:  # noqa: BLE001 (health still reports them, and a reindex fills them)
             log.exception("stale vectors were not refreshed at start-up")
         try:
