@@ -70,9 +70,11 @@ def _stale_condition() -> str:
     return f"(c.vector IS NULL OR c.vector_model != %s{' OR c.tokens IS NULL' if has_tokens() else ''})"
 
 
-def fill_missing(*, root_key: str | None = None, entry_ids: Sequence[int] = (), batch: int = 512) -> int:
+def fill_missing(*, root_key: str | None = None, entry_ids: Sequence[int] = (), batch: int = 512,
+                 limit: int | None = None) -> int:
     """Embed the chunks of a root (or of these entries) that have no vector or another model's, or no token set
-    from an embedder that makes them. The caller owns the transaction. Returns how many chunks got a vector."""
+    from an embedder that makes them; at most `limit` of them. The caller owns the transaction. Returns how many
+    chunks got a vector."""
     if root_key is None and not entry_ids:
         return 0  # nothing to look at: answered before asking for the embedder (the config check costs more)
     current = model_id()
@@ -85,8 +87,9 @@ def fill_missing(*, root_key: str | None = None, entry_ids: Sequence[int] = (), 
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.id, c.name, c.description, c.body FROM memory_chunks c "
-            f"JOIN memory_catalog_entries e ON e.id = c.entry_id WHERE {condition} AND {_stale_condition()}",
-            [*params, current],
+            f"JOIN memory_catalog_entries e ON e.id = c.entry_id WHERE {condition} AND {_stale_condition()}"
+            f"{' ORDER BY c.id LIMIT %s' if limit is not None else ''}",
+            [*params, current, *([limit] if limit is not None else [])],
         )
         pending = cursor.fetchall()
         filled = 0

@@ -240,10 +240,13 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
 
 
 
+REFRESH_BATCH = 1000
+
+
 def catalog_refresh_vectors() -> int:
     """Give every chunk of the catalog whose vector is missing, from another model or without its token set a new
-    one (what a reindex does for them, without reading a file), root by root under the write lock, each root in one
-    transaction that advances the memory generation. Returns how many chunks it filled.
+    one (what a reindex does for them, without reading a file), root by root under the write lock, a batch at a time,
+    each batch one transaction that advances the memory generation. Returns how many chunks it filled.
 
     `compozy serve` runs it at start-up, in the background: an upgrade that changes how vectors are made (another
     model, or how passages are weighed, which the model id records) would otherwise leave the semantic and
@@ -255,9 +258,14 @@ def catalog_refresh_vectors() -> int:
     config = get_config(None)
     filled = 0
     for root_key in roots:
-        with exclusive(config), transaction.atomic():
-            count = fill_missing(root_key=root_key)
-            if count:
-                advance_generation()
-        filled += count
+        while True:
+            # REFRESH_BATCH chunks per hold of the write lock (well under a second of embedding), so a write waiting
+            # for it meanwhile never reaches its lock timeout, however large the root.
+            with exclusive(config), transaction.atomic():
+                count = fill_missing(root_key=root_key, limit=REFRESH_BATCH)
+                if count:
+                    advance_generation()
+            filled += count
+            if count < REFRESH_BATCH:
+                break
     return filled
