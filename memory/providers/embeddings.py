@@ -84,9 +84,11 @@ class LocalEmbedder:
         try:
             from importlib.metadata import version
 
-            self.model_id = f"wordllama-{version('wordllama')}/l2_supercat_256{PASSAGE_WEIGHING}"
+            # The token table alone (what derives from it, as recall's neighbour table, is named by this).
+            self.token_model_id = f"wordllama-{version('wordllama')}/l2_supercat_256"
         except Exception:  # noqa: BLE001 (a missing distribution is reported when the model is loaded)
-            self.model_id = f"wordllama/l2_supercat_256{PASSAGE_WEIGHING}"
+            self.token_model_id = "wordllama/l2_supercat_256"
+        self.model_id = f"{self.token_model_id}{PASSAGE_WEIGHING}"
 
     @classmethod
     def _model(cls) -> tuple[np.ndarray, Any]:

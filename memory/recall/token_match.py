@@ -81,10 +81,10 @@ def neighbour_table(embedder: LocalEmbedder) -> NeighbourTable:
     """The model's neighbour table: kept per process, read from the home's cache, or built there when missing or
     unreadable (about 5 s on two cores, once per home; `compozy serve` builds it at start-up, in the background)."""
     with _lock:
-        found = _tables.get(embedder.model_id)
+        found = _tables.get(embedder.token_model_id)
         if found is not None:
             return found
-        path = table_path(embedder.model_id)
+        path = table_path(embedder.token_model_id)
         try:
             with np.load(path) as stored:
                 found = NeighbourTable(stored["ids"], stored["cosines"])
@@ -97,7 +97,7 @@ def neighbour_table(embedder: LocalEmbedder) -> NeighbourTable:
             np.savez(buffer, ids=found.ids, cosines=found.cosines)
             private_dir(path.parent)
             write_private(path, buffer.getvalue())
-        _tables[embedder.model_id] = found
+        _tables[embedder.token_model_id] = found
         return found
 
 

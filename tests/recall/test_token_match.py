@@ -101,8 +101,11 @@ def test_the_neighbour_table_is_built_once_per_home_and_read_back_from_its_cache
     # Not the table an earlier test of this process kept (it may have been kept from another cache folder).
     token_match._tables.clear()
     table = neighbour_table(embedder)
-    path = table_path(embedder.model_id)
+    path = table_path(embedder.token_model_id)
     assert path.is_file() and (path.stat().st_mode & 0o777) == 0o600
+    # Named by the token table alone: how stored passages are weighed (in the model id) does not change it, so an
+    # upgrade that changes the weighing reuses the table already built.
+    assert embedder.model_id == embedder.token_model_id + "+zipf" and "zipf" not in path.name
     token_match._tables.clear()
     again = neighbour_table(embedder)
     assert again is not table and np.array_equal(again.ids, table.ids)
@@ -171,9 +174,9 @@ def test_recall_prepare_builds_the_table_ahead_of_a_question_and_needs_none_with
     from memory.services.recall import recall_prepare
 
     embedder = LocalEmbedder()
-    table_path(embedder.model_id).unlink(missing_ok=True)
+    table_path(embedder.token_model_id).unlink(missing_ok=True)
     token_match._tables.clear()
     assert recall_prepare() is True
-    assert table_path(embedder.model_id).is_file() and embedder.model_id in token_match._tables
+    assert table_path(embedder.token_model_id).is_file() and embedder.token_model_id in token_match._tables
     monkeypatch.setenv("COMPOZY_MEMORY__EMBEDDER__KIND", "none")
     assert recall_prepare() is False
