@@ -79,7 +79,7 @@ def table_path(model_id: str) -> Path:
 
 def neighbour_table(embedder: LocalEmbedder) -> NeighbourTable:
     """The model's neighbour table: kept per process, read from the home's cache, or built there when missing or
-    unreadable (about 5 s on two cores, once per home; `compozy serve` builds it at start-up, in the background)."""
+    unreadable (about 2 s on two cores, once per home; `compozy serve` builds it at start-up, in the background)."""
     with _lock:
         found = _tables.get(embedder.token_model_id)
         if found is not None:
@@ -102,22 +102,38 @@ def neighbour_table(embedder: LocalEmbedder) -> NeighbourTable:
 
 
 def build_table(unit: np.ndarray) -> NeighbourTable:
-    """Each token's neighbours from its cosine with every token (`unit`: unit rows), _BATCH tokens at a time. The
-    tokens at MIN_COSINE or more are few (a median of 16 of 32,000), so they are picked by a comparison and one
-    sort of the few, not by a partition of every row (three times as long)."""
+    """Each token's neighbours from its cosine with every token (`unit`: unit rows), _BATCH tokens at a time.
+
+    Cosine is symmetric, so each batch of rows is multiplied only by the rows from its own first one on (half the
+    products of the whole square: the matrix product is most of the build), and each pair found beyond the batch
+    counts for both of its tokens. The tokens at MIN_COSINE or more are few (a median of 16 of 32,000), so they are
+    picked by a comparison and one sort of the few, not by a partition of every row (three times as long), and
+    found in the flattened comparison (a row-and-column `nonzero` of it took as long as the products)."""
     size = unit.shape[0]
+    found_rows: list[np.ndarray] = []
+    found_columns: list[np.ndarray] = []
+    found_values: list[np.ndarray] = []
+    for start in range(0, size, _BATCH):
+        stop = min(start + _BATCH, size)
+        similarity = unit[start:stop] @ unit[start:].T
+        flat = np.flatnonzero(similarity >= MIN_COSINE)
+        rows, columns = np.divmod(flat, similarity.shape[1])
+        values = similarity.ravel()[flat]
+        rows += start
+        columns += start
+        beyond = columns >= stop  # the pair's other token is a later batch's row: it gets the pair from here
+        found_rows += [rows, columns[beyond]]
+        found_columns += [columns, rows[beyond]]
+        found_values += [values, values[beyond]]
+    rows, columns, values = (np.concatenate(parts) for parts in (found_rows, found_columns, found_values))
+    order = np.lexsort((columns, -values, rows))  # by token, nearest first, then by id
+    rows, columns, values = rows[order], columns[order], values[order]
+    rank = np.arange(len(rows)) - np.searchsorted(rows, np.arange(size))[rows]
+    keep = rank < NEIGHBOURS
     ids = np.zeros((size, NEIGHBOURS), dtype=TOKEN_DTYPE)
     cosines = np.zeros((size, NEIGHBOURS), dtype=np.float16)
-    for start in range(0, size, _BATCH):
-        similarity = unit[start : start + _BATCH] @ unit.T
-        rows, columns = np.nonzero(similarity >= MIN_COSINE)
-        values = similarity[rows, columns]
-        order = np.lexsort((-values, rows))  # by token, nearest first
-        rows, columns, values = rows[order], columns[order], values[order]
-        rank = np.arange(len(rows)) - np.searchsorted(rows, np.arange(len(similarity)))[rows]
-        keep = rank < NEIGHBOURS
-        ids[start + rows[keep], rank[keep]] = columns[keep]
-        cosines[start + rows[keep], rank[keep]] = values[keep]
+    ids[rows[keep], rank[keep]] = columns[keep]
+    cosines[rows[keep], rank[keep]] = values[keep]
     return NeighbourTable(ids, cosines)
 
 

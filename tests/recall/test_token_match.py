@@ -116,6 +116,24 @@ def test_the_neighbour_table_is_built_once_per_home_and_read_back_from_its_cache
     assert list(small.ids[1][:3]) == [1, 0, 2]
 
 
+def test_the_table_built_from_half_the_products_is_each_rows_nearest_over_the_whole_square(monkeypatch):
+    # Several batches, so pairs found beyond a batch must reach the later token; 12 dimensions, so a row has from
+    # a few to hundreds of tokens above MIN_COSINE and the cut at NEIGHBOURS is exercised.
+    monkeypatch.setattr(token_match, "_BATCH", 128)
+    rng = np.random.default_rng(7)
+    unit = rng.standard_normal((700, 12)).astype(np.float32)
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    table = build_table(unit)
+    similarity = unit @ unit.T
+    for token in range(len(unit)):
+        near = [(-similarity[token, other], other) for other in range(len(unit))
+                if similarity[token, other] >= token_match.MIN_COSINE]
+        expected = [other for _minus, other in sorted(near)][: token_match.NEIGHBOURS]
+        assert list(table.ids[token][: len(expected)]) == expected
+        assert np.allclose(table.cosines[token][: len(expected)], similarity[token, expected], atol=1e-3)
+        assert not table.cosines[token][len(expected):].any()
+
+
 def test_a_passage_holding_the_questions_words_scores_above_one_holding_their_variants_and_one_holding_none():
     question = question_token_ids(LocalEmbedder(), "restore methods")
     sets = [one_set("The restore methods are listed below."),
