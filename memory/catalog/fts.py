@@ -180,7 +180,9 @@ def document_count(cursor) -> int:
 
 
 # The ranked FTS5 query runs alone first (joining every match to its catalog row costs more than the ranking),
-# over-fetching this many times the pool; catalog rows are then read for those hits only.
+# over-fetching this many times the pool; catalog rows are then read for those hits only. When the visible roots
+# hold fewer memories than the pool, that ranking could never fill it and is followed by the one within the roots
+# whenever the over-fetched hits are all taken, so recall asks the one within the roots at once (`scoped`).
 OVERFETCH = 4
 _ROW_COLUMNS = (
     "SELECT c.id, e.id, e.root_key, e.scope, e.workspace_id, e.agent_name, e.agent_tier, e.filename, e.type, e.slug, "
@@ -243,7 +245,7 @@ class RankSplit:
 def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, root_keys: list[str],
             include_system: bool, limit: int, owners: Owners | None = None,
             have_rows: set[int] | frozenset[int] = frozenset(), split: RankSplit | None = None,
-            stubs: bool = False, rows: RowCache | None = None) -> list[tuple]:
+            stubs: bool = False, rows: RowCache | None = None, scoped: bool = False) -> list[tuple]:
     score = f"bm25({table}, {', '.join(str(w) for w in weights)})"
     roots = ", ".join("%s" for _ in root_keys)
     system = "" if include_system else " AND e.is_system = 0"
@@ -268,7 +270,18 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
             entry_of = dict(cursor.fetchall())
         return _best_per_entry(((rowid, entry_of[rowid], value) for rowid, value in hits if rowid in entry_of), limit)
 
-    if split is None:
+    def within_roots(match: str) -> list[tuple[int, int, float]]:
+        cursor.execute(
+            f"SELECT c.id, c.entry_id, {score} AS score FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
+            f"JOIN memory_catalog_entries e ON e.id = c.entry_id "
+            f"WHERE {table} MATCH %s AND e.root_key IN ({roots}){system} ORDER BY score, c.id LIMIT %s",
+            [match, *root_keys, fetch],
+        )
+        return _best_per_entry(cursor.fetchall(), limit)
+
+    if scoped:
+        ranked = within_roots(split.expression if split is not None else expression)
+    elif split is None:
         hits = rank(expression)
         ranked = best(hits)
     else:
@@ -280,15 +293,9 @@ def _recall(cursor, table: str, weights: tuple[float, ...], expression: str, roo
             ranked = best(hits)
             if bound is None or (len(ranked) == limit and -ranked[-1][2] > bound):
                 break
-    if len(ranked) < limit and len(hits) == fetch:
+    if not scoped and len(ranked) < limit and len(hits) == fetch:
         # Other roots' memories filled the over-fetched hits: rank within the visible roots directly.
-        cursor.execute(
-            f"SELECT c.id, c.entry_id, {score} AS score FROM {table} f JOIN memory_chunks c ON c.id = f.rowid "
-            f"JOIN memory_catalog_entries e ON e.id = c.entry_id "
-            f"WHERE {table} MATCH %s AND e.root_key IN ({roots}){system} ORDER BY score, c.id LIMIT %s",
-            [expression, *root_keys, fetch],
-        )
-        ranked = _best_per_entry(cursor.fetchall(), limit)
+        ranked = within_roots(expression)
     if not ranked:
         return []
     if stubs:
@@ -491,17 +498,19 @@ def chunk_ranking_rows(cursor, chunk_ids: list[int], *, rows: RowCache | None = 
 
 def recall_unicode(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001
                    owners: Owners | None = None, split: RankSplit | None = None,
-                   rows: RowCache | None = None) -> list[tuple]:
+                   rows: RowCache | None = None, scoped: bool = False) -> list[tuple]:
     """Rows of RECALL_COLUMNS, best bm25 first, from the word index; with `split`, ranked in parts (the same rows,
-    see RankSplit), and `expression` is unused. Whole rows from `rows` where it has them."""
+    see RankSplit), and `expression` is unused. Whole rows from `rows` where it has them. `scoped`: ranked within
+    the roots at once (see OVERFETCH); the same rows."""
     return _recall(cursor, UNICODE_TABLE, UNICODE_WEIGHTS, expression, root_keys, include_system, limit, owners,
-                   split=split, rows=rows)
+                   split=split, rows=rows, scoped=scoped)
 
 
 def recall_trigram(cursor, *, expression: str, root_keys: list[str], include_system: bool, limit: int,  # noqa: ANN001
                    owners: Owners | None = None, have_rows: set[int] | frozenset[int] = frozenset(),
-                   stubs: bool = False) -> list[tuple]:
+                   stubs: bool = False, scoped: bool = False) -> list[tuple]:
     """Rows of RECALL_COLUMNS, best bm25 first, from the trigram index: partial words and typos. Memories in
-    `have_rows` (entry ids), and every memory with `stubs`, come as stubs: entry id, score and chunk id only."""
+    `have_rows` (entry ids), and every memory with `stubs`, come as stubs: entry id, score and chunk id only.
+    `scoped`: ranked within the roots at once (see OVERFETCH); the same rows."""
     return _recall(cursor, TRIGRAM_TABLE, TRIGRAM_WEIGHTS, expression, root_keys, include_system, limit, owners,
-                   have_rows, stubs=stubs)
+                   have_rows, stubs=stubs, scoped=scoped)

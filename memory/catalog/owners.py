@@ -29,6 +29,7 @@ class _Root:
     ids: np.ndarray  # chunk ids, sorted
     entries: np.ndarray
     system: np.ndarray
+    memories: int = 0  # distinct entries (system files too)
 
 
 @dataclass
@@ -50,9 +51,9 @@ def forget_owners() -> None:
 
 def _root(rows: list[tuple[int, int, int]]) -> _Root:
     count = len(rows)
-    return _Root(np.fromiter((row[0] for row in rows), dtype=np.int64, count=count),
-                 np.fromiter((row[1] for row in rows), dtype=np.int64, count=count),
-                 np.fromiter((bool(row[2]) for row in rows), dtype=bool, count=count))
+    entries = np.fromiter((row[1] for row in rows), dtype=np.int64, count=count)
+    return _Root(np.fromiter((row[0] for row in rows), dtype=np.int64, count=count), entries,
+                 np.fromiter((bool(row[2]) for row in rows), dtype=bool, count=count), len(np.unique(entries)))
 
 
 def _refresh(cursor, generation: int, root_keys: list[str]) -> _Database:  # noqa: ANN001
@@ -76,8 +77,9 @@ def _refresh(cursor, generation: int, root_keys: list[str]) -> _Database:  # noq
         for root_key, rows in added.items():
             if root_key in roots:
                 old, new = roots[root_key], _root(rows)
-                roots[root_key] = _Root(*(np.concatenate([getattr(old, name), getattr(new, name)])
-                                          for name in ("ids", "entries", "system")))
+                ids, entries, system = (np.concatenate([getattr(old, name), getattr(new, name)])
+                                        for name in ("ids", "entries", "system"))
+                roots[root_key] = _Root(ids, entries, system, len(np.unique(entries)))
         state = _Database(generation, top, roots)
     missing = [root_key for root_key in root_keys if root_key not in state.roots]
     if missing:
@@ -100,6 +102,11 @@ class Owners:
     roots: tuple[_Root, ...]
     upto: int
     root_keys: tuple[str, ...]
+
+    @property
+    def memories(self) -> int:
+        """How many memories these roots held at this generation (system files too)."""
+        return sum(root.memories for root in self.roots)
 
     def holding_memories(self) -> list[str]:
         """The roots that held any memory (a chunk of a file other than a system file) at this generation: what

@@ -566,6 +566,9 @@ class RecallPlan:
     expression: str
     split: fts.RankSplit | None
     trigram_expression: str | None
+    # The visible roots hold fewer memories than a list's pool: the lexical lists rank within them at once (see
+    # fts.OVERFETCH).
+    scoped: bool = False
 
     @property
     def pool(self) -> int:
@@ -613,7 +616,8 @@ def plan_recall(query: RecallQuery, *, refs: list[ScopeRef], config: Config, top
         expression, split = word_ranking(cursor, query, common, generation, settings.raw_candidates)
         trigram_expression = query.trigram_expression(rare, unfound, common_grams(cursor, query, unfound, generation))
     return RecallPlan(query, settings, root_keys, include_system, top_k, generation, term_pattern(query),
-                      sorted(rare | unfound, key=len, reverse=True), visible, expression, split, trigram_expression)
+                      sorted(rare | unfound, key=len, reverse=True), visible, expression, split, trigram_expression,
+                      scoped=visible.memories < settings.raw_candidates)
 
 
 def candidates(plan: RecallPlan) -> Candidates:
@@ -627,7 +631,8 @@ def candidates(plan: RecallPlan) -> Candidates:
     weights = plan.settings.weights
     side = side_thread.start(_side_lists, plan.query, trigram_expression=plan.trigram_expression,
                              root_keys=plan.root_keys, include_system=plan.include_system, pool=plan.pool,
-                             visible=plan.visible, generation=plan.generation, semantic=weights.semantic > 0)
+                             visible=plan.visible, generation=plan.generation, semantic=weights.semantic > 0,
+                             scoped=plan.scoped)
     rows = _facts(plan.generation).rows
     with sql.cursor() as cursor:
         unicode_list = _word_list(cursor, plan, rows)
@@ -876,7 +881,7 @@ def _word_list(cursor, plan: RecallPlan, rows: fts.RowCache) -> list[RecallRow]:
     """The word index's candidates: bm25 re-ranked (rerank), then with session context."""
     found = fts.recall_unicode(cursor, expression=plan.expression, root_keys=plan.root_keys,
                                include_system=plan.include_system, limit=plan.pool, owners=plan.visible,
-                               split=plan.split, rows=rows)
+                               split=plan.split, rows=rows, scoped=plan.scoped)
     return with_session_context(
         cursor, rerank(plan.query, [RecallRow(*values) for values in found], plan.pattern), plan.pattern,
         context=plan.settings.context, include_system=plan.include_system, limit=plan.pool,
@@ -935,15 +940,15 @@ def list_weights(configured: dict[str, float], decisive: dict[str, float]) -> di
 
 
 def _side_lists(query: RecallQuery, *, trigram_expression: str | None, root_keys: list[str], include_system: bool,
-                pool: int, visible: owners.Owners, generation: int,
-                semantic: bool) -> tuple[list[tuple], SemanticScores | None, EmbedderError | None]:
+                pool: int, visible: owners.Owners, generation: int, semantic: bool,
+                scoped: bool = False) -> tuple[list[tuple], SemanticScores | None, EmbedderError | None]:
     """What recall needs that does not depend on the word index's ranking: the trigram ranking (as stubs: entry
     id, score, chunk id) and the semantic similarities, or the embedder's error. Runs in whichever thread
     side_thread gives it, on that thread's connection."""
     with sql.cursor() as cursor:
         trigram = fts.recall_trigram(cursor, expression=trigram_expression, root_keys=root_keys,
                                      include_system=include_system, limit=pool, owners=visible,
-                                     stubs=True) if trigram_expression else []
+                                     stubs=True, scoped=scoped) if trigram_expression else []
     if not semantic:
         return trigram, None, None
     try:
