@@ -113,3 +113,21 @@ def put_library(ws, library=LIBRARY):
 
 def hit(result, filename):
     return next(item for item in result["results"] if item["memory"]["filename"] == filename)
+
+
+class RecordingCursor:
+    """Django's cursor, remembering each statement it runs."""
+
+    def __init__(self, cursor) -> None:  # noqa: ANN001
+        self.cursor = cursor
+        self.statements: list[str] = []
+
+    def execute(self, sql: str, params=()) -> None:  # noqa: ANN001
+        self.statements.append(sql if not params else f"{sql} -- {params[0]}")
+        self.cursor.execute(sql, params)
+
+    def fetchall(self) -> list[tuple]:
+        return self.cursor.fetchall()
+
+    def fetchone(self) -> tuple | None:
+        return self.cursor.fetchone()

@@ -14,7 +14,7 @@ from memory.catalog import fts
 from memory.recall import pipeline
 from tests import helpers as h
 from tests.recall import helpers as r
-from tests.recall.test_split_ranking import RecordingCursor
+from tests.recall.helpers import RecordingCursor
 
 pytestmark = pytest.mark.django_db
 

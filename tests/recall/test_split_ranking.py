@@ -18,6 +18,7 @@ from memory.recall.query import parse_query
 from memory.services import recall as recall_service
 from tests import helpers as h
 from tests.recall import helpers as r
+from tests.recall.helpers import RecordingCursor
 
 pytestmark = pytest.mark.django_db
 
@@ -40,24 +41,6 @@ def catalog(home, workspace_dir):
     with connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT root_key FROM memory_catalog_entries WHERE root_key LIKE 'workspace:%'")
         return cursor.fetchone()[0]
-
-
-class RecordingCursor:
-    """Django's cursor, remembering each statement it runs."""
-
-    def __init__(self, cursor) -> None:  # noqa: ANN001
-        self.cursor = cursor
-        self.statements: list[str] = []
-
-    def execute(self, sql: str, params=()) -> None:  # noqa: ANN001
-        self.statements.append(sql if not params else f"{sql} -- {params[0]}")
-        self.cursor.execute(sql, params)
-
-    def fetchall(self) -> list[tuple]:
-        return self.cursor.fetchall()
-
-    def fetchone(self) -> tuple | None:
-        return self.cursor.fetchone()
 
 
 def ranking(question: str, *, frequent_min: int, limit: int = 10) -> tuple[str, fts.RankSplit | None]:
