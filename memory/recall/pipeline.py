@@ -481,7 +481,17 @@ class SemanticScores:
     roots: list[tuple[np.ndarray, np.ndarray]]  # (chunk ids, similarity) per root with vectors of this model
     best: dict[int, tuple[float, int]]  # entry id -> (similarity, chunk id) of its best passage
     limit: int
-    mean: float = 0.0  # of every chunk's similarity: what an unrelated memory scores, the semantic list's zero
+    # Of every chunk's similarity: what an unrelated memory scores, the semantic list's zero (0 below ZERO_SAMPLE
+    # chunks).
+    mean: float = 0.0
+
+
+# A list's zero (what an unrelated memory scores) is read from the memories themselves: the semantic list's from every
+# visible passage, the token-match list's from its candidates. Fewer than this many say little about what is
+# unrelated: a workspace's lone memory was its own mean and median, so however well it matched, its meaning and
+# token match counted for nothing (and read 0.0 in why_recalled). Below it the zero is the score's own (similarity
+# 0, no token matched). Ten, as the place a list's decisiveness looks down to.
+ZERO_SAMPLE = 10
 
 
 def semantic_scores(query: RecallQuery, *, root_keys: list[str], include_system: bool, limit: int,
@@ -521,7 +531,7 @@ def semantic_scores(query: RecallQuery, *, root_keys: list[str], include_system:
             if entry not in best or value > best[entry][0]:
                 best[entry] = (value, chunk)
     chunks = sum(len(similarity) for _ids, similarity in scored)
-    mean = sum(float(similarity.sum()) for _ids, similarity in scored) / chunks if chunks else 0.0
+    mean = sum(float(similarity.sum()) for _ids, similarity in scored) / chunks if chunks >= ZERO_SAMPLE else 0.0
     return SemanticScores(scored, best, limit, mean)
 
 
@@ -736,8 +746,9 @@ def fusion_inputs(by_entry: dict[int, RecallCandidate], unicode_list: list[Recal
     token_zero = 0.0
     if tokens is not None and tokens.scores:
         # The token list ranks only candidates, so its zero is their median: what a candidate that merely shares a
-        # word or two with the question scores.
-        token_zero = float(np.median(list(tokens.scores.values())))
+        # word or two with the question scores (when there are enough of them, ZERO_SAMPLE).
+        if len(tokens.scores) >= ZERO_SAMPLE:
+            token_zero = float(np.median(list(tokens.scores.values())))
         top = max(tokens.scores.values())
         span = top - token_zero
         ordered = sorted(tokens.scores, key=lambda entry: (-tokens.scores[entry], entry))

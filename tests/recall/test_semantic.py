@@ -53,6 +53,18 @@ def test_why_recalled_carries_the_semantic_part_and_the_score_is_the_sum_of_its_
     assert result["warning"] is None
 
 
+def test_a_new_workspace_s_only_memory_is_credited_for_its_meaning_and_its_tokens(ws):
+    # The semantic list's zero is the mean similarity of the visible passages and the token list's the median of its
+    # candidates: with one memory both were the memory's own score, so an exact answer read "meaning 0.0, token
+    # match 0.0". Too few memories to tell what an unrelated one scores: the zero is the score's own.
+    h.write(ws, name="Runtime Docs Location", description="Runtime docs live in the Fumadocs runtime collection",
+            content="Runtime docs are authored under `packages/site/content/runtime/` and build to `/runtime/*`.")
+    top = r.search(ws, "where do the runtime docs live")["results"][0]
+    assert top["memory"]["filename"] == "project_runtime_docs_location.md"
+    assert top["why_recalled"]["semantic"] > 0 and top["why_recalled"]["token"] > 0
+    assert top["score"] == pytest.approx(sum(top["why_recalled"].values()), abs=1e-5)
+
+
 def test_a_memory_that_shares_no_word_with_the_question_is_found_through_its_vector(ws):
     put_library(ws, {**LIBRARY, "project_car.md": ("Commute", "Getting to the office",
                                                    "Everyone drives; parking is free behind the office.")})
