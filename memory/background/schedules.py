@@ -21,6 +21,11 @@ HELD_SCHEDULE = "compozy-held-roots-retry"
 # space returns. A retry with nothing unapplied is one indexed query.
 HELD_RETRY_MINUTES = 1
 SYNC_SCHEDULE = "compozy-memory-sync"
+COMPACT_SCHEDULE = "compozy-catalog-compact"
+# How often the full-text indexes are merged back into one b-tree each (memory.services.catalog.catalog_compact):
+# each write adds one, and a question looks each of its terms up in every one. With nothing written since, a run is
+# two statements.
+COMPACT_MINUTES = 10
 # How often idle sessions are looked for: a session closes within this long after its idle time ran out.
 IDLE_CHECK_MINUTES = 15
 
@@ -47,6 +52,7 @@ def wanted() -> list[Recurring]:
         Recurring(DREAM_SCHEDULE, "memory.background.tasks.dream_check", Schedule.MINUTES, every),
         Recurring(IDLE_SCHEDULE, "memory.background.tasks.close_idle_sessions", Schedule.MINUTES, IDLE_CHECK_MINUTES),
         Recurring(HELD_SCHEDULE, "memory.background.tasks.retry_held_roots", Schedule.MINUTES, HELD_RETRY_MINUTES),
+        Recurring(COMPACT_SCHEDULE, "memory.background.tasks.compact_catalog", Schedule.MINUTES, COMPACT_MINUTES),
         *(syncing if sync_every else []),
     ]
 

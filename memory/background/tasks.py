@@ -18,6 +18,13 @@ def sync_global() -> dict:
     return memory_sync(data=SyncInput(), caller=Caller(origin=Origin.CLI)).to_json()
 
 
+def compact_catalog() -> dict:
+    """The full-text indexes merged back into one b-tree each, after writes have added b-trees to them."""
+    from memory.services.catalog import catalog_compact
+
+    return catalog_compact().to_json()
+
+
 def run_job(job_id: str) -> None:
     from memory.services.jobs import job_run
 

@@ -241,6 +241,19 @@ class ReindexResult(Result):
     generation: int
 
 
+class IndexCompaction(Result):
+    """One full-text index before and after compaction: how many b-trees it was made of and the merge steps run."""
+
+    index: str
+    segments_before: int
+    segments_after: int
+    steps: int
+
+
+class CompactResult(Result):
+    indexes: list[IndexCompaction]
+
+
 class WorkspaceHealth(Result):
     """One workspace in a health report: its own roots (the workspace scope and its agents' workspace tiers)."""
 
