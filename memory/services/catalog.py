@@ -239,7 +239,7 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
             metadata={"roots": len(reports), "files": done, "indexed": sum(r.indexed for r in reports),
                       "external_decisions": sum(len(r.external_decisions) for r in reports)},
         )
-    if any(report.indexed for report in reports):
+    if any(report.rewritten_rows or report.removed_rows for report in reports):
         # A reindex writes in batches, each a b-tree of its own in both indexes (16 of each after 1,000 memories).
         catalog_compact()
     return ReindexResult(

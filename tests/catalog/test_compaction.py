@@ -66,8 +66,17 @@ def test_a_reindex_that_indexed_memories_leaves_each_index_in_one_b_tree(ws):
         put(h.workspace_root(ws), f"project_hand_{index}.md", name=f"Hand {index}", description="Written by hand",
             body=f"Hand note {index} on the staging rollback.")
     result = catalog_reindex(data=ReindexInput.parse({"workspace": str(ws)}), caller=Caller(origin=Origin.CLI))
-    assert result.indexed >= 12
+    assert sum(root.rewritten_rows for root in result.roots) >= 12
     assert segments() == {table: 1 for table in fts.MEMORY_INDEXES}
+
+
+def test_a_reindex_that_wrote_nothing_leaves_the_indexes_to_the_schedule(ws):
+    write_notes(ws, 6)
+    before = segments()
+    assert all(count > 1 for count in before.values())
+    result = catalog_reindex(data=ReindexInput.parse({"workspace": str(ws)}), caller=Caller(origin=Origin.CLI))
+    assert sum(root.rewritten_rows + root.removed_rows for root in result.roots) == 0
+    assert segments() == before
 
 
 def test_the_cluster_compacts_the_indexes_on_a_schedule():
