@@ -65,11 +65,6 @@ def segment_count(cursor, table: str) -> int:  # noqa: ANN001
     return int(cursor.fetchone()[0])
 
 
-def optimize(cursor, table: str) -> None:  # noqa: ANN001
-    """Merge the whole index into one b-tree in one statement (FTS5's 'optimize': its fastest form to query)."""
-    cursor.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
-
-
 def merge_step(cursor, table: str, *, first: bool) -> bool:  # noqa: ANN001
     """One bounded step of merging the index into one b-tree (FTS5's incremental 'optimize'): the first step
     (negative pages) puts every b-tree on one level and starts the merge, later ones carry it on. True when it did
