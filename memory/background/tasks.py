@@ -20,9 +20,11 @@ def sync_global() -> dict:
 
 def compact_catalog() -> dict:
     """The full-text indexes merged back into one b-tree each, after writes have added b-trees to them."""
-    from memory.services.catalog import catalog_compact
+    from memory.domain.enums import Origin
+    from memory.services.catalog import CompactInput, catalog_compact
+    from memory.services.inputs import Caller
 
-    return catalog_compact().to_json()
+    return catalog_compact(data=CompactInput(), caller=Caller(origin=Origin.CLI)).to_json()
 
 
 def run_job(job_id: str) -> None:

@@ -29,7 +29,7 @@ from memory.store import files
 from memory.store import roots as store_roots
 
 from .extractor import extractor_health
-from .inputs import Caller, Selector, all_workspaces_field
+from .inputs import Caller, Input, Selector, all_workspaces_field
 from .resolution import KnownWorkspace, Span, resolve_span
 from .results import (
     CompactResult,
@@ -52,6 +52,10 @@ class ReindexInput(Selector):
     rebuild: bool = Field(default=False, description=(
         "Drop and re-insert every catalog row instead of writing only the rows that differ."))
     all_workspaces: bool = all_workspaces_field()
+
+
+class CompactInput(Input):
+    """Compaction is of the whole database, like the catalog's full-text indexes themselves: no selector."""
 
 
 @dataclass
@@ -143,6 +147,8 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
     events = Event.objects.filter(workspace_id__in=span.event_workspace_ids)
     last_reindex = events.filter(op=EventOp.WRITE_REINDEX.value).order_by("-ts").values_list("ts", flat=True).first()
     last_operation = events.order_by("-ts").values_list("ts", flat=True).first()
+    with sql.cursor() as cursor:
+        segments = {table: fts.segment_count(cursor, table) for table in fts.MEMORY_INDEXES}
     return Health(
         status="degraded" if reasons else "ok",
         reason="; ".join(reasons) or "catalog matches disk and every decision is applied",
@@ -168,6 +174,7 @@ def health_get(*, data: HealthInput, caller: Caller) -> Health:
         extractor=extractor_health(),
         vectors={"model": model_id(), "chunks": totals.chunks, "missing": totals.missing_vectors,
                  "other_model": totals.other_model, "missing_tokens": totals.missing_tokens},
+        fts_segments=segments,
     )
 
 
@@ -241,7 +248,7 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
         )
     if any(report.rewritten_rows or report.removed_rows for report in reports):
         # A reindex writes in batches, each a b-tree of its own in both indexes (16 of each after 1,000 memories).
-        catalog_compact()
+        catalog_compact(data=CompactInput(), caller=caller)
     return ReindexResult(
         roots=reports,
         files=done,
@@ -254,12 +261,12 @@ def catalog_reindex(*, data: ReindexInput, caller: Caller,
 
 
 
-def catalog_compact() -> CompactResult:
+def catalog_compact(*, data: CompactInput, caller: Caller) -> CompactResult:  # noqa: ARG001 (no selector: one database)
     """Merge each full-text index of the memories into one b-tree, the form FTS5 answers fastest (the note on
     fts.MEMORY_INDEXES says why it matters), by bounded steps, each under the write lock in its own transaction,
     so a write waiting meanwhile never reaches its lock timeout however large the index. An index already in one
-    b-tree costs one statement. Run by the cluster's schedule (after writes have added b-trees) and at the end of a
-    reindex."""
+    b-tree costs one statement. Run by the cluster's schedule (after writes have added b-trees), at the end of a
+    reindex that wrote rows, and by an operator (`compozy memory compact`); health shows the b-tree counts."""
     config = get_config(None)
     done: list[IndexCompaction] = []
     for table in fts.MEMORY_INDEXES:

@@ -311,6 +311,9 @@ class Health(Result):
     extractor: dict[str, Any]
     # Recall's vectors: the configured model, chunks without a vector, and chunks whose vector is another model's.
     vectors: dict[str, Any]
+    # How many b-trees each full-text index is made of (1 when compact): every write adds one, and a question looks
+    # its words up in each. `compozy memory compact` (and the cluster, every ten minutes) merges them.
+    fts_segments: dict[str, int]
 
 
 class WhyRecalled(Result):

@@ -185,6 +185,7 @@ def human_health(document: dict[str, Any]) -> str:
         f"last reindex:         {when(document['last_reindex'], 'never')}",
         f"operations:           {document['operation_count']} (last {when(document['last_operation_at'], 'never')})",
         f"generation:           {document['generation']}",
+        "full-text b-trees:    " + ", ".join(f"{index} {count}" for index, count in document["fts_segments"].items()),
     ]
     by_scope = ["{}: {}".format(scope, ", ".join(f"{kind} {count}" for kind, count in sorted(counts.items())))
                 for scope, counts in sorted(document.get("file_counts", {}).items()) if counts]
@@ -245,6 +246,13 @@ def human_snapshot_log(document: dict[str, Any]) -> str:
     head = (f"session {document['session_id']} at generation {document['generation']}"
             + (f" (inherited from {document['parent_session_id']})" if document.get("parent_session_id") else ""))
     return head + "\n" + (table(rows, ["#", "source", "scope", "filename"]) if rows else "Nothing was injected.")
+
+
+def human_compact(document: dict[str, Any]) -> str:
+    rows = [(i["index"], i["segments_before"], i["segments_after"], i["steps"]) for i in document["indexes"]]
+    steps = sum(i["steps"] for i in document["indexes"])
+    head = "every full-text index was already one b-tree" if not steps else f"merged in {steps} step(s)"
+    return table(rows, ["index", "b-trees before", "after", "steps"]) + "\n" + head
 
 
 def human_prune(document: dict[str, Any]) -> str:

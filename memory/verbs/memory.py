@@ -254,6 +254,15 @@ VERBS = [
             "decisions.")),
     ),
     Verb(
+        command=("memory", "compact"), input=catalog.CompactInput, service=catalog.catalog_compact,
+        human=human.human_compact, items_key="indexes",
+        summary="Merge the full-text indexes back into one b-tree each (health shows how many they hold).",
+        routes=(Route("POST", "/api/memory/compact"),), errors=(ControllerTimeout,),
+        tool=Tool("compozy__memory_compact", ADMIN_TOOLSET, idempotent=True, description=(
+            "Merge each full-text index of the catalog back into one b-tree (writes add one each; a question "
+            "looks its words up in every one). Changes no memory and no ranking.")),
+    ),
+    Verb(
         input=propose.ProposeInput, service=propose.memory_propose, summary="Propose a memory change.",
         errors=(NotFound, *WRITE_ERRORS),
         tool=Tool("compozy__memory_propose", AGENT_TOOLSET, destructive=True, idempotent=True, description=(

@@ -74,6 +74,12 @@ def test_every_route_answers_with_the_service_document(server):
         assert client.get("/api/memory/history", params={"workspace": workspace}).json()["history"]
         assert client.get("/api/memory/health", params={"workspace": workspace}).json()["status"] in ("ok", "degraded")
         assert client.post("/api/memory/reindex", json={"workspace": workspace}).status_code == 200
+        compacted = client.post("/api/memory/compact", json={})
+        assert compacted.status_code == 200, compacted.text
+        assert [(i["index"], i["segments_after"]) for i in compacted.json()["indexes"]] == [
+            ("memory_fts_unicode", 1), ("memory_fts_trigram", 1)]
+        assert client.get("/api/memory/health", params={"workspace": workspace}).json()["fts_segments"] == {
+            "memory_fts_unicode": 1, "memory_fts_trigram": 1}
         deleted = client.request("DELETE", "/api/memory/project_route_tour.md", params={"workspace": workspace}).json()
         assert deleted["decision"]["op"] == "delete"
         missing = client.get("/api/memory/project_route_tour.md", params={"workspace": workspace})

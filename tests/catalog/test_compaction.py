@@ -7,13 +7,26 @@ import pytest
 from memory.background.schedules import COMPACT_SCHEDULE, wanted
 from memory.catalog import fts, sql
 from memory.domain.enums import Origin
-from memory.services.catalog import ReindexInput, catalog_compact, catalog_reindex
+from memory.services.catalog import (
+    CompactInput,
+    HealthInput,
+    ReindexInput,
+    catalog_compact,
+    catalog_reindex,
+    health_get,
+)
 from memory.services.inputs import Caller
 from tests import helpers as h
 from tests.recall import helpers as r
 from tests.recall.helpers import put
 
 pytestmark = pytest.mark.django_db
+
+OPERATOR = Caller(origin=Origin.CLI)
+
+
+def compact():
+    return catalog_compact(data=CompactInput(), caller=OPERATOR)
 
 
 def segments() -> dict[str, int]:
@@ -40,7 +53,7 @@ def test_writes_add_b_trees_and_compaction_merges_them_without_changing_a_row_or
     before = {table: ranking(table, '"deployed" OR "rollback"') for table in fts.MEMORY_INDEXES}
     search_before = r.search(ws, "when was release 7 deployed to staging")
 
-    result = catalog_compact()
+    result = compact()
 
     assert segments() == {table: 1 for table in fts.MEMORY_INDEXES}
     assert [item.index for item in result.indexes] == list(fts.MEMORY_INDEXES)
@@ -55,8 +68,8 @@ def test_writes_add_b_trees_and_compaction_merges_them_without_changing_a_row_or
 
 def test_an_index_already_in_one_b_tree_is_left_alone(ws):
     write_notes(ws, 6)
-    catalog_compact()
-    again = catalog_compact()
+    compact()
+    again = compact()
     assert [(item.segments_before, item.steps) for item in again.indexes] == [(1, 0), (1, 0)]
 
 
@@ -82,3 +95,12 @@ def test_a_reindex_that_wrote_nothing_leaves_the_indexes_to_the_schedule(ws):
 def test_the_cluster_compacts_the_indexes_on_a_schedule():
     [item] = [item for item in wanted() if item.name == COMPACT_SCHEDULE]
     assert item.func == "memory.background.tasks.compact_catalog" and item.minutes == 10
+
+
+def test_health_reports_each_index_b_trees_and_compaction_brings_them_to_one(ws):
+    write_notes(ws, 8)
+    reported = health_get(data=HealthInput.parse({"workspace": str(ws)}), caller=OPERATOR).fts_segments
+    assert reported == segments() and all(count > 1 for count in reported.values())
+    compact()
+    assert health_get(data=HealthInput.parse({"workspace": str(ws)}), caller=OPERATOR).fts_segments == {
+        table: 1 for table in fts.MEMORY_INDEXES}

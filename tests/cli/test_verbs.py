@@ -160,3 +160,17 @@ def test_decisions_prune_runs_from_the_cli_with_a_dry_run(cli):
     assert dry.json["dry_run"] is True and dry.json["pruned"] == 0 and dry.json["days"] == 90
     human = cli("memory", "decisions", "prune")
     assert human.code == 0 and human.stdout.startswith("pruned 0 applied decision(s) older than 90 days")
+
+
+def test_compact_merges_the_full_text_indexes_and_health_shows_their_b_trees(cli):
+    for index in range(6):  # each write adds a b-tree to both indexes
+        write(cli, f"Release {index}", f"Release {index} went to staging.")
+    before = cli("memory", "health", "-o", "json").json["fts_segments"]
+    assert set(before) == {"memory_fts_unicode", "memory_fts_trigram"} and all(n > 1 for n in before.values())
+    result = cli("memory", "compact", "-o", "json")
+    assert result.code == 0, result.stdout + result.stderr
+    assert [(i["index"], i["segments_before"], i["segments_after"]) for i in result.json["indexes"]] == [
+        (name, before[name], 1) for name in ("memory_fts_unicode", "memory_fts_trigram")]
+    human = cli("memory", "compact")
+    assert human.code == 0 and "every full-text index was already one b-tree" in human.stdout
+    assert "full-text b-trees:    memory_fts_unicode 1, memory_fts_trigram 1" in cli("memory", "health").stdout

@@ -113,6 +113,9 @@ def test_the_dashboard_shows_status_counts_per_scope_and_type_and_an_hourly_char
     assert re.findall(r"<td>(\d+)</td>", row) == ["0", "0", "1", "1", "0"]  # user feedback project reference ad_hoc
     assert page.count('class="fam-write"') == 1 and page.count('class="fam-rejected"') == 1
     assert "2 write" in page and "1 rejected" in page
+    # Two writes, each a b-tree of its own in both full-text indexes.
+    assert re.search(r"<dt>Full-text b-trees</dt><dd>memory_fts_unicode (\d+), memory_fts_trigram (\d+)</dd>",
+                     page).groups() == ("2", "2")
 
 
 def test_the_dashboard_lists_a_conflicted_memory_file_with_its_reason_and_how_to_resolve_it(browser, ws_id,

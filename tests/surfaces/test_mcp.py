@@ -21,6 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 AGENT_TOOLS = {"compozy__memory_list", "compozy__memory_show", "compozy__memory_search", "compozy__memory_propose",
                "compozy__memory_note", "compozy__memory_snapshot"}
 ADMIN_TOOLS = {"compozy__memory_health", "compozy__memory_admin_history", "compozy__memory_reindex",
+               "compozy__memory_compact",
                "compozy__memory_promote", "compozy__memory_decisions_list", "compozy__memory_decisions_show",
                "compozy__memory_decisions_revert", "compozy__memory_decisions_prune",
                "compozy__memory_dream_trigger", "compozy__memory_dream_status", "compozy__memory_dream_list",
@@ -109,6 +110,21 @@ def test_propose_search_list_and_show_through_the_tools(server, workspace_dir):
     assert error and missing["code"] == "memory.not_found"
     error, traversal = call(server, "compozy__memory_show", {"filename": "../etc/passwd.md"})
     assert error and traversal["code"] == "memory.validation"
+
+
+def test_an_operator_compacts_the_full_text_indexes_through_the_admin_tool(server, workspace_dir):
+    for index in range(2):
+        error, _ = call(server, "compozy__memory_propose", {
+            "operation": "add", "type": "project", "name": f"Compact {index}", "description": "Adds b-trees",
+            "content": f"Each write adds a b-tree to both indexes {index}."})
+        assert not error
+    error, health = call(server, "compozy__memory_health", {})
+    assert not error and health["fts_segments"] == {"memory_fts_unicode": 2, "memory_fts_trigram": 2}
+    error, compacted = call(server, "compozy__memory_compact", {})
+    assert not error, compacted
+    assert [(i["segments_before"], i["segments_after"]) for i in compacted["indexes"]] == [(2, 1), (2, 1)]
+    error, bad = call(server, "compozy__memory_compact", {"limit": 1})
+    assert error and bad["code"] == "memory.validation"
 
 
 def test_an_atomic_batch_applies_all_operations_as_one_decision_and_a_retry_is_already_applied(
